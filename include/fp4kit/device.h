@@ -1,0 +1,28 @@
+// fp4kit/device.h — what this build and this machine offer.
+#pragma once
+
+#include <string>
+
+namespace fp4kit {
+
+struct DeviceInfo {
+  bool available = false;    // a CUDA device is present and usable
+  std::string reason;        // why not, when !available
+  std::string name;          // e.g. "NVIDIA H100 80GB HBM3"
+  int compute_capability = 0;  // e.g. 90
+  int sm_count = 0;
+  long long l2_bytes = 0;
+  long long global_memory_bytes = 0;
+  int driver_version = 0;
+  int runtime_version = 0;
+};
+
+// Device 0 (or the current device), queried once per process.
+const DeviceInfo& device_info();
+// True when the current device can run the sm_90a kernels of this build.
+bool has_sm90a_device();
+
+const char* version();
+const char* build_cuda_archs();
+
+}  // namespace fp4kit
