@@ -1,0 +1,116 @@
+// The public GEMM entry points: validation, tactic choice, launch.
+#include "fp4kit/gemm.h"
+
+#include "common/cuda_check.h"
+#include "common/validate.h"
+#include "fp4kit/device.h"
+#include "fp4kit/layout.h"
+#include "gemm/families.h"
+#include "gemm/tactics.h"
+
+namespace fp4kit {
+namespace {
+
+// Checks that do not depend on the tactic. All sizes are validated before anything is launched.
+Status validate(const GemmParams& p, const char* fn) {
+  const bool w4a4 = p.a_dtype == DType::kE2M1x2;
+  const int64_t lda = p.lda ? p.lda : p.k;
+  const int64_t ldd = p.ldd ? p.ldd : p.n;
+  detail::ArgCheck check(fn);
+  check.positive(p.m, "m")
+      .positive(p.n, "n")
+      .positive(p.k, "k")
+      .require(p.m < (int64_t(1) << 31) && p.n < (int64_t(1) << 31) && p.k < (int64_t(1) << 31),
+               StatusCode::kInvalidArgument, "m, n and k must each be < 2^31")
+      .multiple_of(p.k, 16, "k", "NVFP4 block size")
+      .dtype_in(p.a_dtype, {DType::kBF16, DType::kFP16, DType::kE2M1x2}, "a")
+      .dtype_in(p.d_dtype, {DType::kBF16, DType::kFP16}, "d")
+      .require(w4a4 || p.d_dtype == p.a_dtype, StatusCode::kNotSupported,
+               "W4A16 writes D in the activation dtype (a and d dtypes differ)")
+      .not_null(p.a, "a")
+      .not_null(p.b_prepacked, "b_prepacked")
+      .not_null(p.alpha, "alpha")
+      .not_null(p.d, "d")
+      .at_least(lda, p.k, "lda", "k")
+      .at_least(ldd, p.n, "ldd", "n")
+      .multiple_of(lda, w4a4 ? 32 : 8, "lda", "rows of A must stay 16-byte aligned")
+      .aligned(p.a, 16, "a")
+      .size_fits(p.m, lda, 2, "A")
+      .size_fits(p.m, ldd, 2, "D")
+      .buffer(p.b_prepacked_bytes, prepacked_weight_bytes(p.n, p.k), "b_prepacked")
+      .aligned(p.b_prepacked, 16, "b_prepacked");
+  if (w4a4) check.not_null(p.a_scales, "a_scales");
+  return check.status();
+}
+
+const gemm_impl::Tactic* choose(const GemmParams& p) {
+  if (p.tactic >= 0) return gemm_impl::find_tactic(p.tactic);
+  const int sms = device_info().available ? device_info().sm_count : 132;
+  return gemm_impl::find_tactic(gemm_impl::heuristic_tactic(p, sms));
+}
+
+}  // namespace
+
+std::vector<GemmTacticInfo> gemm_tactics() {
+  std::vector<GemmTacticInfo> out;
+  for (const gemm_impl::Tactic& t : gemm_impl::tactic_table()) out.push_back({t.id, t.name});
+  return out;
+}
+
+Status gemm_tactic_can_implement(int id, const GemmParams& p) {
+  FP4KIT_RETURN_IF_ERROR(validate(p, "gemm_tactic_can_implement"));
+  const gemm_impl::Tactic* t = gemm_impl::find_tactic(id);
+  if (!t) return Status(StatusCode::kInvalidArgument, "gemm: unknown tactic " + std::to_string(id));
+  return gemm_impl::can_implement(*t, p);
+}
+
+int gemm_default_tactic(const GemmParams& p) {
+  const gemm_impl::Tactic* t = choose(GemmParams{p.m, p.n, p.k, p.a_dtype, p.a, p.lda, p.a_scales, p.b_prepacked,
+                                            p.b_prepacked_bytes, p.alpha, p.bias, p.d, p.d_dtype, p.ldd, -1});
+  return t ? t->id : -1;
+}
+
+size_t gemm_workspace_bytes(const GemmParams& p) {
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0) return 0;
+  const gemm_impl::Tactic* t = choose(p);
+  return t ? gemm_impl::workspace_bytes(*t, p) : 0;
+}
+
+Status gemm(const GemmParams& p, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  FP4KIT_RETURN_IF_ERROR(validate(p, "gemm"));
+  const gemm_impl::Tactic* t = choose(p);
+  if (!t) return Status(StatusCode::kInvalidArgument, "gemm: unknown tactic " + std::to_string(p.tactic));
+  FP4KIT_RETURN_IF_ERROR(gemm_impl::can_implement(*t, p));
+  const size_t need = gemm_impl::workspace_bytes(*t, p);
+  if (need > 0) {
+    FP4KIT_RETURN_IF_ERROR(detail::ArgCheck("gemm")
+                               .not_null(workspace, "workspace")
+                               .buffer(int64_t(workspace_bytes), int64_t(need), "workspace")
+                               .aligned(workspace, 16, "workspace")
+                               .status());
+  }
+  FP4KIT_RETURN_IF_ERROR(detail::require_device("gemm"));
+  return gemm_impl::launch(*t, p, workspace, workspace_bytes, stream);
+}
+
+namespace gemm_impl {
+
+Status can_implement(const Tactic& t, const GemmParams& p) {
+  switch (t.family) {
+    case Family::kDecode: return decode_can_implement(t, p);
+    case Family::kWgmma: break;
+  }
+  return Status(StatusCode::kNotSupported, "tactic " + t.name + ": family not built");
+}
+
+size_t workspace_bytes(const Tactic& t, const GemmParams& p) {
+  return t.family == Family::kDecode ? decode_workspace_bytes(t, p) : 0;
+}
+
+Status launch(const Tactic& t, const GemmParams& p, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  if (t.family == Family::kDecode) return decode_launch(t, p, workspace, workspace_bytes, stream);
+  return Status(StatusCode::kNotSupported, "tactic " + t.name + ": family not built");
+}
+
+}  // namespace gemm_impl
+}  // namespace fp4kit

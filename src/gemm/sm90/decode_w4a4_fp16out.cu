@@ -1,0 +1,6 @@
+// Decode-family instantiations: operand __nv_bfloat16, output __half, W4A4=true.
+#include "gemm/sm90/decode_launch.cuh"
+
+namespace fp4kit::gemm_impl::sm90 {
+template cudaError_t launch_decode<__nv_bfloat16, __half, true>(int, int, const DecodeGemmArgs&, dim3, cudaStream_t);
+}  // namespace fp4kit::gemm_impl::sm90

@@ -1,0 +1,87 @@
+// Register-level decode of prepacked NVFP4 fragments into BF16/FP16 MMA operands
+// (prepacked_layout.h explains the encoding). All results are exact.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace fp4kit::gemm_impl::sm90 {
+
+template <typename T>
+struct FragmentDecode;
+
+// BF16: nibble s.eem at bits [15:12] -> sign at 15, eem at bits [8:6]: value e2m1 * 2^-126.
+template <>
+struct FragmentDecode<__nv_bfloat16> {
+  // Pair p of word w (p = 0..3): the two elements a_{2p} (low half) and a_{2p+1} (high half).
+  template <int P>
+  static __device__ __forceinline__ uint32_t codes(uint32_t w) {
+    const uint32_t v = w << (4 * P);
+    return (v & 0x80008000u) | ((v >> 6) & 0x01C001C0u);
+  }
+  // Prepacked scale byte b (in byte S of `word`) -> {s, s} with s = sf * 2^119.
+  template <int S>
+  static __device__ __forceinline__ uint32_t scale(uint32_t word) {
+    const uint32_t b2 = __byte_perm(word, 0u, 0x4040u | (S << 8) | S);  // [b, 0, b, 0]
+    return b2 * 16u + 0x70007000u;
+  }
+  static __device__ __forceinline__ uint32_t mul(uint32_t a, uint32_t b) {
+    __nv_bfloat162 r = __hmul2(*reinterpret_cast<__nv_bfloat162*>(&a), *reinterpret_cast<__nv_bfloat162*>(&b));
+    return *reinterpret_cast<uint32_t*>(&r);
+  }
+};
+
+// FP16: nibble s.eem -> sign at 15, eem at bits [11:9]: value e2m1 * 2^-14.
+template <>
+struct FragmentDecode<__half> {
+  template <int P>
+  static __device__ __forceinline__ uint32_t codes(uint32_t w) {
+    const uint32_t v = w << (4 * P);
+    return (v & 0x80008000u) | ((v >> 3) & 0x0E000E00u);
+  }
+  template <int S>
+  static __device__ __forceinline__ uint32_t scale(uint32_t word) {
+    const uint32_t b2 = __byte_perm(word, 0u, 0x4040u | (S << 8) | S);
+    return b2 << 7;  // sf * 2^7
+  }
+  static __device__ __forceinline__ uint32_t mul(uint32_t a, uint32_t b) {
+    __half2 r = __hmul2(*reinterpret_cast<__half2*>(&a), *reinterpret_cast<__half2*>(&b));
+    return *reinterpret_cast<uint32_t*>(&r);
+  }
+};
+
+// Decodes word w (one k16 step) with its scale words into the four A-fragment registers.
+// lo_scales holds row g's scale bytes for steps 0..3, hi_scales row g+8's.
+template <typename T, int S>
+__device__ __forceinline__ void decode_step(uint32_t w, uint32_t lo_scales, uint32_t hi_scales, uint32_t (&a)[4]) {
+  using D = FragmentDecode<T>;
+  const uint32_t slo = D::template scale<S>(lo_scales);
+  const uint32_t shi = D::template scale<S>(hi_scales);
+  a[0] = D::mul(D::template codes<0>(w), slo);  // row g,   k 2c..2c+1
+  a[1] = D::mul(D::template codes<1>(w), shi);  // row g+8, k 2c..2c+1
+  a[2] = D::mul(D::template codes<2>(w), slo);  // row g,   k 2c+8..2c+9
+  a[3] = D::mul(D::template codes<3>(w), shi);  // row g+8, k 2c+8..2c+9
+}
+
+// Activation scale E4M3 -> {x, x} where x = sf * 2^119 (BF16; W4A4 decodes A like B).
+__device__ __forceinline__ uint32_t e4m3_scale_bf16x2_shifted(uint8_t sf) {
+  const uint32_t e = (sf >> 3) & 15u, m = sf & 7u;
+  float v;
+  if ((sf & 0x7f) == 0x7f) v = __uint_as_float(0x7fc00000u);
+  else if (e == 0) v = float(m) * __uint_as_float((110u + 127u) << 23);  // m * 2^-9 * 2^119
+  else v = __uint_as_float(((e + 120u + 119u) << 23) | (m << 20));
+  if (sf & 0x80) v = -v;
+  const __nv_bfloat16 b = __float2bfloat16_rn(v);
+  const uint16_t u = *reinterpret_cast<const uint16_t*>(&b);
+  return uint32_t(u) | (uint32_t(u) << 16);
+}
+
+// A packed pair of E2M1 codes (byte: even element low nibble) -> BF16x2 e2m1 * 2^-126.
+__device__ __forceinline__ uint32_t e2m1x2_to_bf16x2_shifted(uint32_t byte) {
+  const uint32_t v = (byte & 0xFu) << 12 | (byte & 0xF0u) << 24;  // nibbles at [15:12] and [31:28]
+  return (v & 0x80008000u) | ((v >> 6) & 0x01C001C0u);
+}
+
+}  // namespace fp4kit::gemm_impl::sm90

@@ -1,0 +1,40 @@
+// The GEMM tactic table: every kernel configuration gemm() can run, each answering the CUTLASS
+// host questions (can_implement, workspace size, launch). The autotuner enumerates this table.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "fp4kit/gemm.h"
+
+namespace fp4kit::gemm_impl {
+
+enum class Family { kDecode, kWgmma };
+
+struct Tactic {
+  int id;
+  Family family;
+  // decode family
+  int nt = 0;      // 8-token MMA tiles per CTA
+  int unroll = 0;  // chunks loaded per warp before use
+  int splits = 1;  // CTAs along K (deterministic reduction through the workspace)
+  // wgmma family
+  int block_n = 0;  // weight rows per CTA (the wgmma M side)
+  int block_m = 0;  // tokens per CTA (the wgmma N side)
+  int stages = 0;
+  std::string name;
+};
+
+const std::vector<Tactic>& tactic_table();
+const Tactic* find_tactic(int id);
+
+// Problem-independent checks are done by gemm(); these answer per tactic.
+Status can_implement(const Tactic& t, const GemmParams& p);
+size_t workspace_bytes(const Tactic& t, const GemmParams& p);
+Status launch(const Tactic& t, const GemmParams& p, void* workspace, size_t workspace_bytes, cudaStream_t stream);
+
+// Shape heuristic used for tactic = -1 until a tuned entry exists.
+int heuristic_tactic(const GemmParams& p, int sm_count);
+
+}  // namespace fp4kit::gemm_impl
