@@ -98,17 +98,18 @@ namespace gemm_impl {
 Status can_implement(const Tactic& t, const GemmParams& p) {
   switch (t.family) {
     case Family::kDecode: return decode_can_implement(t, p);
-    case Family::kWgmma: break;
+    case Family::kWgmma: return wgmma_can_implement(t, p);
   }
   return Status(StatusCode::kNotSupported, "tactic " + t.name + ": family not built");
 }
 
 size_t workspace_bytes(const Tactic& t, const GemmParams& p) {
-  return t.family == Family::kDecode ? decode_workspace_bytes(t, p) : 0;
+  return t.family == Family::kDecode ? decode_workspace_bytes(t, p) : wgmma_workspace_bytes(t, p);
 }
 
 Status launch(const Tactic& t, const GemmParams& p, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (t.family == Family::kDecode) return decode_launch(t, p, workspace, workspace_bytes, stream);
+  if (t.family == Family::kWgmma) return wgmma_launch(t, p, workspace, workspace_bytes, stream);
   return Status(StatusCode::kNotSupported, "tactic " + t.name + ": family not built");
 }
 

@@ -8,16 +8,34 @@ const std::vector<Tactic>& tactic_table() {
   static const std::vector<Tactic> table = [] {
     std::vector<Tactic> t;
     int id = 0;
-    for (int nt : {1, 2, 4})
-      for (int u : {2, 4})
-        for (int splits : {1, 2, 4, 8}) {
-          Tactic x{id++, Family::kDecode};
-          x.nt = nt;
-          x.unroll = u;
-          x.splits = splits;
-          x.name = "decode_n" + std::to_string(nt * 8) + "_u" + std::to_string(u) + "_sk" + std::to_string(splits);
-          t.push_back(x);
-        }
+    // Decode family: every instantiated (nt, rows, unroll) of decode_launch.cuh; stream-K over warps.
+    struct DecodeConfig { int nt, rows, unroll; };
+    const DecodeConfig decode_configs[] = {{1, 1, 4}, {1, 2, 4}, {1, 4, 2}, {2, 2, 2}, {2, 4, 2}, {4, 2, 1}, {4, 4, 1}};
+    for (const DecodeConfig& c : decode_configs) {
+      Tactic x;
+      x.id = id++;
+      x.family = Family::kDecode;
+      x.nt = c.nt;
+      x.rows = c.rows;
+      x.unroll = c.unroll;
+      x.name = "decode_m" + std::to_string(x.nt * 8) + "_r" + std::to_string(16 * x.rows) + "_u" +
+               std::to_string(x.unroll);
+      t.push_back(x);
+    }
+    // Large-M (wgmma) family, appended after the decode family: block_n weight rows x block_m
+    // tokens, `stages` pipeline stages (must match FP4KIT_WGMMA_CONFIGS in sm90/wgmma_launch.cuh).
+    const int wgmma_configs[][3] = {{128, 64, 6}, {128, 128, 4}, {128, 128, 6}, {128, 256, 4}, {256, 128, 4}, {256, 128, 6}};
+    for (const auto& c : wgmma_configs) {
+      Tactic x;
+      x.id = id++;
+      x.family = Family::kWgmma;
+      x.block_n = c[0];
+      x.block_m = c[1];
+      x.stages = c[2];
+      x.name = "wgmma_w4a16_" + std::to_string(x.block_n) + "x" + std::to_string(x.block_m) + "_s" +
+               std::to_string(x.stages);
+      t.push_back(x);
+    }
     return t;
   }();
   return table;
@@ -28,23 +46,52 @@ const Tactic* find_tactic(int id) {
   return (id >= 0 && id < int(t.size())) ? &t[id] : nullptr;
 }
 
-static int decode_id(int nt, int u, int splits) {
+static int decode_id(int nt, int rows, int u) {
   for (const Tactic& t : tactic_table())
-    if (t.family == Family::kDecode && t.nt == nt && t.unroll == u && t.splits == splits) return t.id;
+    if (t.family == Family::kDecode && t.nt == nt && t.rows == rows && t.unroll == u) return t.id;
   return 0;
 }
 
+static int wgmma_id(int block_n, int block_m, int stages) {
+  for (const Tactic& t : tactic_table())
+    if (t.family == Family::kWgmma && t.block_n == block_n && t.block_m == block_m && t.stages == stages) return t.id;
+  return -1;
+}
+
+// Large-M tile choice: the fewest waves of padded tile area, weighted by each tile's measured
+// full-wave efficiency (smaller tiles reload more operand bytes and decode more per FLOP).
+static int wgmma_heuristic(const GemmParams& p, int sm_count) {
+  struct Cand {
+    int bn, bm, stages;
+    double eff;
+  };
+  // Relative throughput of full waves measured on H100 (m=4096 n=8192 k=8192: 862, 728, 626 and
+  // 398 TFLOPS for 128x256, 256x128, 128x128 and 128x64).
+  const Cand cands[] = {{128, 256, 4, 1.0}, {256, 128, 4, 0.85}, {128, 128, 4, 0.73}, {128, 64, 6, 0.47}};
+  const int sms = sm_count > 0 ? sm_count : 132;
+  double best = 0;
+  int best_id = -1;
+  for (const Cand& c : cands) {
+    const int64_t tiles = ((p.n + c.bn - 1) / c.bn) * ((p.m + c.bm - 1) / c.bm);
+    const int64_t waves = (tiles + sms - 1) / sms;
+    const double cost = double(waves) * c.bn * c.bm / c.eff;
+    if (best_id < 0 || cost < best) {
+      best = cost;
+      best_id = wgmma_id(c.bn, c.bm, c.stages);
+    }
+  }
+  return best_id;
+}
+
 int heuristic_tactic(const GemmParams& p, int sm_count) {
-  const int nt = p.m <= 8 ? 1 : p.m <= 16 ? 2 : 4;
-  const int64_t token_groups = (p.m + nt * 8 - 1) / (nt * 8);
-  const int64_t row_tiles = (p.n + 63) / 64 * 4;
-  const int64_t k_chunks = (p.k + 63) / 64;
-  // Enough CTAs for two per SM; split K only while every warp still gets >= 4 chunks.
-  int splits = 1;
-  while (splits < 8 && row_tiles * token_groups * splits < 2 * int64_t(sm_count) &&
-         k_chunks / (8 * splits * 2) >= 4)
-    splits *= 2;
-  return decode_id(nt, 4, splits);
+  // The wgmma family serves W4A16 above 64 tokens; W4A4 stays on the decode family.
+  if (p.m > 64 && p.a_dtype != DType::kE2M1x2) {
+    const int id = wgmma_heuristic(p, sm_count);
+    if (id >= 0) return id;
+  }
+  if (p.m <= 8) return decode_id(1, 2, 4);
+  if (p.m <= 16) return decode_id(2, 2, 2);
+  return decode_id(4, 2, 1);
 }
 
 }  // namespace fp4kit::gemm_impl

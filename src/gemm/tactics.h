@@ -16,9 +16,9 @@ struct Tactic {
   int id;
   Family family;
   // decode family
-  int nt = 0;      // 8-token MMA tiles per CTA
-  int unroll = 0;  // chunks loaded per warp before use
-  int splits = 1;  // CTAs along K (deterministic reduction through the workspace)
+  int nt = 0;      // 8-token MMA tiles (tokens per pass = 8 nt)
+  int rows = 0;    // 16-row tiles per warp work unit
+  int unroll = 0;  // chunks per load group
   // wgmma family
   int block_n = 0;  // weight rows per CTA (the wgmma M side)
   int block_m = 0;  // tokens per CTA (the wgmma N side)

@@ -1,5 +1,10 @@
-// Host side of the decode family: grid shape, split-K workspace, launch.
+// Host side of the decode family: persistent grid size, fix-up workspace, launch.
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+
 #include "common/cuda_check.h"
+#include "fp4kit/device.h"
 #include "gemm/families.h"
 #include "gemm/prepacked_layout.h"
 #include "gemm/sm90/decode_launch.cuh"
@@ -7,20 +12,49 @@
 namespace fp4kit::gemm_impl {
 namespace {
 
+sm90::DecodeKernelFn kernel_for(const Tactic& t, const GemmParams& p) {
+  if (p.a_dtype == DType::kBF16) return sm90::decode_kernel_for<__nv_bfloat16, __nv_bfloat16, false>(t.nt, t.rows, t.unroll);
+  if (p.a_dtype == DType::kFP16) return sm90::decode_kernel_for<__half, __half, false>(t.nt, t.rows, t.unroll);
+  if (p.d_dtype == DType::kBF16) return sm90::decode_kernel_for<__nv_bfloat16, __nv_bfloat16, true>(t.nt, t.rows, t.unroll);
+  return sm90::decode_kernel_for<__nv_bfloat16, __half, true>(t.nt, t.rows, t.unroll);
+}
+
+// Resident CTAs per SM of a kernel (queried once per kernel; 8 without a device, the maximum).
+int ctas_per_sm(sm90::DecodeKernelFn fn) {
+  static std::mutex mu;
+  static std::unordered_map<const void*, int> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(reinterpret_cast<const void*>(fn));
+  if (it != cache.end()) return it->second;
+  int n = 8;
+  if (device_info().available &&
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, sm90::kDecodeWarps * 32, 0) != cudaSuccess) {
+    cudaGetLastError();
+    n = 1;
+  }
+  cache[reinterpret_cast<const void*>(fn)] = std::max(n, 1);
+  return std::max(n, 1);
+}
+
 struct DecodeGeometry {
-  int64_t row_tiles, token_groups, k_chunks, chunks_per_warp;
+  int64_t row_blocks, token_groups, k_chunks, units, ctas, warps;
   int64_t partial_floats, counters;
 };
 
 DecodeGeometry geometry(const Tactic& t, const GemmParams& p) {
   const PrepackedShape s = prepacked_shape(p.n, p.k);
   DecodeGeometry g;
-  g.row_tiles = (p.n + 15) / 16;
+  g.row_blocks = (p.n + 16 * t.rows - 1) / (16 * t.rows);
   g.token_groups = (p.m + t.nt * 8 - 1) / (t.nt * 8);
   g.k_chunks = s.k_chunks;
-  g.chunks_per_warp = (s.k_chunks + int64_t(sm90::kDecodeWarps) * t.splits - 1) / (int64_t(sm90::kDecodeWarps) * t.splits);
-  g.partial_floats = t.splits > 1 ? int64_t(t.splits) * g.token_groups * g.row_tiles * t.nt * 8 * 16 : 0;
-  g.counters = t.splits > 1 ? g.token_groups * g.row_tiles : 0;
+  g.units = g.row_blocks * g.k_chunks;
+  const int sms = device_info().available ? device_info().sm_count : 132;
+  const sm90::DecodeKernelFn fn = kernel_for(t, p);
+  const int64_t resident = int64_t(sms) * (fn ? ctas_per_sm(fn) : 1);
+  g.ctas = std::max<int64_t>(1, std::min(resident, (g.units + sm90::kDecodeWarps - 1) / sm90::kDecodeWarps));
+  g.warps = std::min(g.ctas * sm90::kDecodeWarps, g.units);
+  g.partial_floats = g.token_groups * g.warps * 2 * 32 * (t.rows * t.nt * 4);
+  g.counters = g.token_groups * g.row_blocks;
   return g;
 }
 
@@ -29,11 +63,9 @@ DecodeGeometry geometry(const Tactic& t, const GemmParams& p) {
 Status decode_can_implement(const Tactic& t, const GemmParams& p) {
   if (p.m > 256)
     return Status(StatusCode::kNotSupported, "tactic " + t.name + ": the decode family serves M <= 256");
-  const DecodeGeometry g = geometry(t, p);
-  if (g.token_groups > 65535) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": too many token groups");
-  if (t.splits > 1 && g.k_chunks < int64_t(t.splits) * sm90::kDecodeWarps)
-    return Status(StatusCode::kNotSupported, "tactic " + t.name + ": K too short for " +
-                                                 std::to_string(t.splits) + " splits");
+  if (!kernel_for(t, p)) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": not instantiated");
+  if (geometry(t, p).token_groups > 65535)
+    return Status(StatusCode::kNotSupported, "tactic " + t.name + ": too many token groups");
   return Status::ok();
 }
 
@@ -57,27 +89,19 @@ Status decode_launch(const Tactic& t, const GemmParams& p, void* workspace, size
   a.b_codes = static_cast<const uint4*>(p.b_prepacked);
   a.b_scales = reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.b_prepacked) + s.code_bytes());
   a.k_chunks = g.k_chunks;
+  a.row_blocks = g.row_blocks;
   a.alpha = p.alpha;
   a.bias = p.bias;
   a.d = p.d;
   a.ldd = p.ldd ? p.ldd : p.n;
-  a.chunks_per_warp = int(g.chunks_per_warp);
-  if (t.splits > 1) {
-    a.partials = static_cast<float*>(workspace);
-    a.counters = reinterpret_cast<int*>(a.partials + g.partial_floats);
-    FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), "gemm: counter reset");
-  }
-  const dim3 grid(unsigned(g.row_tiles), unsigned(g.token_groups), unsigned(t.splits));
-  cudaError_t err;
-  if (p.a_dtype == DType::kBF16)
-    err = sm90::launch_decode<__nv_bfloat16, __nv_bfloat16, false>(t.nt, t.unroll, a, grid, stream);
-  else if (p.a_dtype == DType::kFP16)
-    err = sm90::launch_decode<__half, __half, false>(t.nt, t.unroll, a, grid, stream);
-  else if (p.d_dtype == DType::kBF16)
-    err = sm90::launch_decode<__nv_bfloat16, __nv_bfloat16, true>(t.nt, t.unroll, a, grid, stream);
-  else
-    err = sm90::launch_decode<__nv_bfloat16, __half, true>(t.nt, t.unroll, a, grid, stream);
-  return detail::cuda_status(err, ("gemm: launch " + t.name).c_str());
+  a.partials = static_cast<float*>(workspace);
+  a.counters = reinterpret_cast<int*>(a.partials + g.partial_floats);
+  // The kernel leaves the counters at zero; clearing them here as well makes a workspace that was
+  // never initialized (or was used by an aborted launch) safe. A memset node is graph-capturable.
+  FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), "gemm: counter reset");
+  const sm90::DecodeKernelFn fn = kernel_for(t, p);
+  fn<<<dim3(unsigned(g.ctas), unsigned(g.token_groups)), sm90::kDecodeWarps * 32, 0, stream>>>(a);
+  return detail::cuda_status(cudaGetLastError(), ("gemm: launch " + t.name).c_str());
 }
 
 }  // namespace fp4kit::gemm_impl

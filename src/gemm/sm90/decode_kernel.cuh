@@ -1,27 +1,34 @@
 // Small-M ("decode") NVFP4 GEMM: D[M,N] = alpha * A[M,K] · Bᵀ, M up to a few dozen tokens.
 //
-// The job at small M is to stream the weights at HBM speed. Each warp owns one 16-row chunk
-// column of B and a range of 64-K chunks; per chunk a lane issues one 128-bit load of codes, one
-// 64-bit load of scales and a few 32-bit activation loads (L1 hits: every warp of the GPU reads
-// the same activations), decodes the weights in registers (fragment_decode.cuh) and runs
-// mma.m16n8k16 with the weights as the 16-row A operand and the tokens as the 8-column B operand.
-// U chunks are loaded before any is used so every warp keeps U*576 bytes in flight; two CTAs of
-// eight warps per SM keep ~36 KB in flight, which is what HBM3 needs.
-//
-// K is split twice, deterministically: across the WARPS warps of a CTA (reduced through shared
-// memory in warp order) and across `splits` CTAs (partials through the workspace; the last CTA to
-// arrive sums them in split order and resets the tile's counter).
+// At small M the GEMM is a stream of weight bytes; the kernel's job is to keep HBM busy.
+//  * Work: the weights are R*16-row blocks x 64-K chunks (prepacked_layout.h). The flattened list
+//    of (row block, chunk) units is cut into equal contiguous ranges, one per warp of a persistent
+//    grid ("stream-K" at warp granularity), so every SM streams the same number of bytes whatever
+//    N and K are, and M=1 with N=8192 still occupies all SMs.
+//  * Per chunk a lane issues one 128-bit load of codes and one 64-bit load of scales per row tile,
+//    plus 32-bit activation loads (L1 hits: all warps read the same activations); U chunks are
+//    loaded before any is decoded. R row tiles per warp share the activation fragments.
+//    (Measured on H100: staging activations through shared memory with cp.async + ldmatrix was
+//    not faster than these L1-hitting loads; see docs/PERF.md.)
+//  * Decode in registers (fragment_decode.cuh), mma.m16n8k16 with the weights as the 16-row A
+//    operand and up to NT*8 tokens as B.
+//  * A row block covered by one warp is written directly. A row block shared by several warps is
+//    finished deterministically: each writes its FP32 partial to the workspace, and the last to
+//    arrive (atomic counter) sums all partials in warp order and writes D, then resets the counter.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gemm/prepacked_layout.h"
 #include "gemm/sm90/fragment_decode.cuh"
 
 namespace fp4kit::gemm_impl::sm90 {
+
+constexpr int kDecodeWarps = 8;
 
 struct DecodeGemmArgs {
   int m, n, k;
@@ -31,14 +38,14 @@ struct DecodeGemmArgs {
   int64_t a_sf_padded_cols;  // roundup(k/16, 4)
   const uint4* b_codes;      // prepacked codes
   const uint2* b_scales;     // prepacked scales (8 bytes per (chunk, g))
-  int64_t k_chunks;          // chunks per row tile
+  int64_t k_chunks;          // chunks per 16-row tile
+  int64_t row_blocks;        // ceil(n / (16 R))
   const float* alpha;
   const void* bias;
   void* d;
   int64_t ldd;
-  int chunks_per_warp;
-  float* partials;           // splits > 1: [splits][gridDim.y][row_tiles][NT*8*16]
-  int* counters;             // splits > 1: [gridDim.y][row_tiles], zero before the launch
+  float* partials;           // [gridDim.y][total warps][2 slots][32 lanes][R*NT*4]
+  int* counters;             // [gridDim.y][row_blocks], zero before the launch, zero after
 };
 
 __device__ __forceinline__ uint4 load_stream_u4(const uint4* p) {
@@ -55,7 +62,7 @@ __device__ __forceinline__ uint2 load_stream_u2(const uint2* p) {
 
 template <typename T>
 __device__ __forceinline__ void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (sizeof(T) == 2 && std::is_same_v<T, __nv_bfloat16>) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
         "{%0,%1,%2,%3};"
@@ -81,145 +88,195 @@ __device__ __forceinline__ float from_out(OutT v) {
   else return __half2float(v);
 }
 
-// T: MMA operand type (bf16 or half). OutT: output type. NT: 8-token MMA tiles per CTA.
-// W4A4: A is NVFP4 (decoded to bf16), else A is T.
-template <typename T, typename OutT, int NT, int WARPS, int U, bool W4A4>
-__global__ void __launch_bounds__(WARPS * 32) decode_gemm_kernel(const DecodeGemmArgs args) {
-  static_assert(!W4A4 || std::is_same_v<T, __nv_bfloat16>, "W4A4 decodes A to BF16");
-  constexpr int kTokens = NT * 8;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+// First unit of warp w when `total` units are split over `warps` warps.
+__device__ __forceinline__ int64_t range_begin(int64_t total, int64_t warps, int64_t w) { return total * w / warps; }
+
+// The warp whose range contains unit u.
+__device__ __forceinline__ int64_t warp_of(int64_t total, int64_t warps, int64_t u) {
+  int64_t w = u * warps / total;
+  while (w + 1 < warps && range_begin(total, warps, w + 1) <= u) ++w;
+  while (w > 0 && range_begin(total, warps, w) > u) --w;
+  return w;
+}
+
+// Registers of one group of U chunks.
+template <int NT, int R, int U>
+struct ChunkRegs {
+  uint4 codes[U][R];
+  uint2 scales[U][R];
+  uint32_t act[U][NT][4][2];
+};
+
+template <typename T, int NT, int R, int U, bool W4A4>
+__device__ __forceinline__ void load_group(const DecodeGemmArgs& args, ChunkRegs<NT, R, U>& regs, int64_t rb,
+                                           int64_t j0, int64_t j_end, int tok0, int lane) {
   const int g = lane >> 2, c = lane & 3;
-  const int64_t tile = blockIdx.x;
-  const int tok0 = blockIdx.y * kTokens;
-  const int64_t split_chunks = int64_t(args.chunks_per_warp) * WARPS;
-  const int64_t j_begin = blockIdx.z * split_chunks + int64_t(warp) * args.chunks_per_warp;
-  const int64_t j_end = min(j_begin + args.chunks_per_warp, args.k_chunks);
-
-  float acc[NT][4];
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
+  for (int u = 0; u < U; ++u) {
+    const int64_t j = j0 + u;
+    const bool valid = j < j_end;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
-
-  const uint4* codes = args.b_codes + tile * args.k_chunks * 32 + lane;
-  const uint2* scales = args.b_scales + tile * args.k_chunks * 8 + g;
-
-  for (int64_t j0 = j_begin; j0 < j_end; j0 += U) {
-    uint4 wq[U];
-    uint2 ws[U];
-    uint32_t xb[U][NT][4][2];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int64_t j = j0 + u;
-      const bool valid = j < j_end;
-      wq[u] = valid ? load_stream_u4(codes + j * 32) : make_uint4(0, 0, 0, 0);
-      ws[u] = valid ? load_stream_u2(scales + j * 8) : make_uint2(0, 0);
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int tok = tok0 + nt * 8 + g;
-#pragma unroll
-        for (int s = 0; s < 4; ++s) {
-          const int64_t kb = j * 64 + 16 * s;  // first k of this step's block
-          const bool ok = valid && tok < args.m && kb < args.k;
-          uint32_t b0 = 0, b1 = 0;
-          if (ok) {
-            const int64_t kk = kb + 2 * c;
-            if constexpr (!W4A4) {
-              const T* row = static_cast<const T*>(args.a) + int64_t(tok) * args.lda;
-              b0 = *reinterpret_cast<const uint32_t*>(row + kk);
-              b1 = *reinterpret_cast<const uint32_t*>(row + kk + 8);
-            } else {
-              const uint8_t* row = static_cast<const uint8_t*>(args.a) + int64_t(tok) * (args.lda / 2);
-              const uint8_t sf = args.a_scales[format::sf_offset_128x4(tok, kb / 16, args.a_sf_padded_cols)];
-              const uint32_t sx = e4m3_scale_bf16x2_shifted(sf);
-              b0 = FragmentDecode<__nv_bfloat16>::mul(e2m1x2_to_bf16x2_shifted(row[kk / 2]), sx);
-              b1 = FragmentDecode<__nv_bfloat16>::mul(e2m1x2_to_bf16x2_shifted(row[kk / 2 + 4]), sx);
-            }
-          }
-          xb[u][nt][s][0] = b0;
-          xb[u][nt][s][1] = b1;
-        }
-      }
+    for (int r = 0; r < R; ++r) {
+      const int64_t tile = rb * R + r;
+      const int64_t chunk = tile * args.k_chunks + j;
+      regs.codes[u][r] = valid ? load_stream_u4(args.b_codes + chunk * 32 + lane) : make_uint4(0, 0, 0, 0);
+      regs.scales[u][r] = valid ? load_stream_u2(args.b_scales + chunk * 8 + g) : make_uint2(0, 0);
     }
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const uint32_t words[4] = {wq[u].x, wq[u].y, wq[u].z, wq[u].w};
+    for (int nt = 0; nt < NT; ++nt) {
+      const int tok = tok0 + nt * 8 + g;
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const int64_t kb = j * 64 + 16 * s;
+        uint32_t b0 = 0, b1 = 0;
+        if (valid && tok < args.m && kb < args.k) {
+          const int64_t kk = kb + 2 * c;
+          if constexpr (!W4A4) {
+            const T* row = static_cast<const T*>(args.a) + int64_t(tok) * args.lda;
+            b0 = __ldg(reinterpret_cast<const unsigned int*>(row + kk));
+            b1 = __ldg(reinterpret_cast<const unsigned int*>(row + kk + 8));
+          } else {
+            const uint8_t* row = static_cast<const uint8_t*>(args.a) + int64_t(tok) * (args.lda / 2);
+            const uint8_t sf = __ldg(args.a_scales + format::sf_offset_128x4(tok, kb / 16, args.a_sf_padded_cols));
+            const uint32_t sx = e4m3_scale_bf16x2_shifted(sf);
+            b0 = FragmentDecode<__nv_bfloat16>::mul(e2m1x2_to_bf16x2_shifted(__ldg(row + kk / 2)), sx);
+            b1 = FragmentDecode<__nv_bfloat16>::mul(e2m1x2_to_bf16x2_shifted(__ldg(row + kk / 2 + 4)), sx);
+          }
+        }
+        regs.act[u][nt][s][0] = b0;
+        regs.act[u][nt][s][1] = b1;
+      }
+    }
+  }
+}
+
+template <typename T, int NT, int R, int U>
+__device__ __forceinline__ void compute_group(const ChunkRegs<NT, R, U>& regs, float (&acc)[R][NT][4]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint4 w = regs.codes[u][r];
+      const uint2 sc = regs.scales[u][r];
       uint32_t a[4][4];
-      decode_step<T, 0>(words[0], ws[u].x, ws[u].y, a[0]);
-      decode_step<T, 1>(words[1], ws[u].x, ws[u].y, a[1]);
-      decode_step<T, 2>(words[2], ws[u].x, ws[u].y, a[2]);
-      decode_step<T, 3>(words[3], ws[u].x, ws[u].y, a[3]);
+      decode_step<T, 0>(w.x, sc.x, sc.y, a[0]);
+      decode_step<T, 1>(w.y, sc.x, sc.y, a[1]);
+      decode_step<T, 2>(w.z, sc.x, sc.y, a[2]);
+      decode_step<T, 3>(w.w, sc.x, sc.y, a[3]);
 #pragma unroll
       for (int s = 0; s < 4; ++s)
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) mma_m16n8k16<T>(acc[nt], a[s], xb[u][nt][s][0], xb[u][nt][s][1]);
+        for (int nt = 0; nt < NT; ++nt) mma_m16n8k16<T>(acc[r][nt], a[s], regs.act[u][nt][s][0], regs.act[u][nt][s][1]);
     }
   }
+}
 
-  // ---- reduce the warps' partial sums in warp order ----
-  __shared__ float red[WARPS][kTokens][16];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    red[warp][nt * 8 + 2 * c][g] = acc[nt][0];
-    red[warp][nt * 8 + 2 * c + 1][g] = acc[nt][1];
-    red[warp][nt * 8 + 2 * c][g + 8] = acc[nt][2];
-    red[warp][nt * 8 + 2 * c + 1][g + 8] = acc[nt][3];
-  }
-  __syncthreads();
-
-  const int splits = gridDim.z;
-  constexpr int kOut = kTokens * 16;
-  float sum[(kOut + WARPS * 32 - 1) / (WARPS * 32)];
-#pragma unroll
-  for (int it = 0; it * WARPS * 32 < kOut; ++it) {
-    const int idx = it * WARPS * 32 + threadIdx.x;
-    float s = 0.0f;
-    if (idx < kOut) {
-#pragma unroll
-      for (int w = 0; w < WARPS; ++w) s += red[w][idx / 16][idx % 16];
-    }
-    sum[it] = s;
-  }
-
-  if (splits > 1) {
-    const int64_t tile_id = int64_t(blockIdx.y) * gridDim.x + tile;
-    const int64_t tiles = int64_t(gridDim.y) * gridDim.x;
-#pragma unroll
-    for (int it = 0; it * WARPS * 32 < kOut; ++it) {
-      const int idx = it * WARPS * 32 + threadIdx.x;
-      if (idx < kOut) args.partials[(int64_t(blockIdx.z) * tiles + tile_id) * kOut + idx] = sum[it];
-    }
-    __threadfence();
-    __syncthreads();
-    __shared__ int last;
-    if (threadIdx.x == 0) last = atomicAdd(&args.counters[tile_id], 1) == splits - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-#pragma unroll
-    for (int it = 0; it * WARPS * 32 < kOut; ++it) {
-      const int idx = it * WARPS * 32 + threadIdx.x;
-      float s = 0.0f;
-      if (idx < kOut)
-        for (int z = 0; z < splits; ++z) s += __ldcg(&args.partials[(int64_t(z) * tiles + tile_id) * kOut + idx]);
-      sum[it] = s;
-    }
-    if (threadIdx.x == 0) args.counters[tile_id] = 0;  // ready for the next launch
-  }
-
-  // ---- epilogue: alpha (FP32), bias, narrow ----
-  const float alpha = *args.alpha;
+// Writes D for row block rb from the accumulator fragments (already summed).
+template <typename OutT, int NT, int R, bool W4A4>
+__device__ __forceinline__ void store_block(const DecodeGemmArgs& args, const float (&acc)[R][NT][4], int64_t rb,
+                                            int tok0, int lane, float alpha) {
   constexpr float kMul = W4A4 ? kWeightDecodeScale * kWeightDecodeScale : kWeightDecodeScale;
+  const int g = lane >> 2, c = lane & 3;
+  OutT* d = static_cast<OutT*>(args.d);
+  const OutT* bias = static_cast<const OutT*>(args.bias);
 #pragma unroll
-  for (int it = 0; it * WARPS * 32 < kOut; ++it) {
-    const int idx = it * WARPS * 32 + threadIdx.x;
-    const int tok = tok0 + idx / 16;
-    const int64_t row = tile * 16 + idx % 16;
-    if (idx < kOut && tok < args.m && row < args.n) {
-      float v = (sum[it] * kMul) * alpha;
-      if (args.bias) v += from_out<OutT>(static_cast<const OutT*>(args.bias)[row]);
-      static_cast<OutT*>(args.d)[int64_t(tok) * args.ldd + row] = to_out<OutT>(v);
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t row = (rb * R + r) * 16 + g + 8 * h;
+      if (row >= args.n) continue;
+      const float b = bias ? from_out<OutT>(bias[row]) : 0.0f;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int tok = tok0 + nt * 8 + 2 * c + e;
+          if (tok < args.m) d[int64_t(tok) * args.ldd + row] = to_out<OutT>((acc[r][nt][2 * h + e] * kMul) * alpha + b);
+        }
     }
+}
+
+// T: MMA operand type (bf16 or half). OutT: output type. NT: 8-token MMA tiles; R: 16-row tiles
+// per row block; U: chunks per load group. W4A4: A is NVFP4 (decoded to bf16), else A is T.
+template <typename T, typename OutT, int NT, int R, int U, bool W4A4>
+__global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
+    decode_gemm_kernel(const DecodeGemmArgs args) {
+  static_assert(!W4A4 || std::is_same_v<T, __nv_bfloat16>, "W4A4 decodes A to BF16");
+  constexpr int kAcc = R * NT * 4;
+  const int lane = threadIdx.x & 31;
+  const int64_t total = args.row_blocks * args.k_chunks;
+  // No more warps than units, so that every warp's range is non-empty (the fix-up counts arrivals).
+  const int64_t warps = min(int64_t(gridDim.x) * kDecodeWarps, total);
+  const int64_t gw = int64_t(blockIdx.x) * kDecodeWarps + (threadIdx.x >> 5);
+  if (gw >= warps) return;
+  const int tok0 = blockIdx.y * NT * 8;
+  const int64_t begin = range_begin(total, warps, gw), end = range_begin(total, warps, gw + 1);
+  const float alpha = *args.alpha;
+
+  for (int64_t pos = begin; pos < end;) {
+    const int64_t rb = pos / args.k_chunks;
+    const int64_t block_first = rb * args.k_chunks;
+    const int64_t seg_end = min(end, block_first + args.k_chunks);
+    const int64_t j_end = seg_end - block_first;
+
+    float acc[R][NT][4];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[r][nt][i] = 0.0f;
+
+    for (int64_t j = pos - block_first; j < j_end; j += U) {
+      ChunkRegs<NT, R, U> regs;
+      load_group<T, NT, R, U, W4A4>(args, regs, rb, j, j_end, tok0, lane);
+      compute_group<T, NT, R, U>(regs, acc);
+    }
+
+    const bool whole = pos == block_first && seg_end == block_first + args.k_chunks;
+    if (whole) {
+      store_block<OutT, NT, R, W4A4>(args, acc, rb, tok0, lane, alpha);
+    } else {
+      // Partial row block: publish, and let the last of its warps finish it in warp order.
+      const int slot = pos == begin ? 0 : 1;
+      float* mine = args.partials + ((int64_t(blockIdx.y) * warps + gw) * 2 + slot) * 32 * kAcc + lane * kAcc;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) __stcg(mine + (r * NT + nt) * 4 + i, acc[r][nt][i]);
+      __threadfence();
+      __syncwarp();
+      const int64_t first_warp = warp_of(total, warps, block_first);
+      const int64_t last_warp = warp_of(total, warps, block_first + args.k_chunks - 1);
+      int* counter = args.counters + int64_t(blockIdx.y) * args.row_blocks + rb;
+      int arrived = 0;
+      if (lane == 0) arrived = atomicAdd(counter, 1);
+      arrived = __shfl_sync(0xffffffffu, arrived, 0);
+      if (arrived == int(last_warp - first_warp)) {
+        __threadfence();
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[r][nt][i] = 0.0f;
+        for (int64_t w = first_warp; w <= last_warp; ++w) {
+          const int s = range_begin(total, warps, w) >= block_first ? 0 : 1;
+          const float* p = args.partials + ((int64_t(blockIdx.y) * warps + w) * 2 + s) * 32 * kAcc + lane * kAcc;
+#pragma unroll
+          for (int r = 0; r < R; ++r)
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) acc[r][nt][i] += __ldcg(p + (r * NT + nt) * 4 + i);
+        }
+        store_block<OutT, NT, R, W4A4>(args, acc, rb, tok0, lane, alpha);
+        if (lane == 0) *counter = 0;  // ready for the next launch
+      }
+    }
+    pos = seg_end;
   }
 }
 

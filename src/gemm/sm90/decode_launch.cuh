@@ -1,5 +1,5 @@
 // Instantiation and launch of the decode family. Each (operand type, output type, W4A4) triple is
-// instantiated in its own translation unit (decode_*.cu) to keep compile times parallel.
+// instantiated in its own translation unit (decode_*.cu) so they compile in parallel.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,24 +8,23 @@
 
 namespace fp4kit::gemm_impl::sm90 {
 
-constexpr int kDecodeWarps = 8;
+using DecodeKernelFn = void (*)(DecodeGemmArgs);
 
+// The kernel for (NT, R, U), or null when that configuration is not instantiated.
+// Keep in sync with the decode entries of tactics.cpp.
 template <typename T, typename OutT, bool W4A4>
-cudaError_t launch_decode(int nt, int u, const DecodeGemmArgs& args, dim3 grid, cudaStream_t stream) {
-  const dim3 block(kDecodeWarps * 32);
-#define FP4KIT_DECODE_CASE(NT, U)                                                           \
-  if (nt == NT && u == U) {                                                                 \
-    decode_gemm_kernel<T, OutT, NT, kDecodeWarps, U, W4A4><<<grid, block, 0, stream>>>(args); \
-    return cudaGetLastError();                                                              \
-  }
-  FP4KIT_DECODE_CASE(1, 2)
-  FP4KIT_DECODE_CASE(1, 4)
-  FP4KIT_DECODE_CASE(2, 2)
-  FP4KIT_DECODE_CASE(2, 4)
-  FP4KIT_DECODE_CASE(4, 2)
-  FP4KIT_DECODE_CASE(4, 4)
+DecodeKernelFn decode_kernel_for(int nt, int r, int u) {
+#define FP4KIT_DECODE_CASE(NT, R, U) \
+  if (nt == NT && r == R && u == U) return &decode_gemm_kernel<T, OutT, NT, R, U, W4A4>;
+  FP4KIT_DECODE_CASE(1, 1, 4)
+  FP4KIT_DECODE_CASE(1, 2, 4)
+  FP4KIT_DECODE_CASE(1, 4, 2)
+  FP4KIT_DECODE_CASE(2, 2, 2)
+  FP4KIT_DECODE_CASE(2, 4, 2)
+  FP4KIT_DECODE_CASE(4, 2, 1)
+  FP4KIT_DECODE_CASE(4, 4, 1)
 #undef FP4KIT_DECODE_CASE
-  return cudaErrorInvalidConfiguration;
+  return nullptr;
 }
 
 }  // namespace fp4kit::gemm_impl::sm90

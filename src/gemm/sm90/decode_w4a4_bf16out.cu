@@ -2,5 +2,5 @@
 #include "gemm/sm90/decode_launch.cuh"
 
 namespace fp4kit::gemm_impl::sm90 {
-template cudaError_t launch_decode<__nv_bfloat16, __nv_bfloat16, true>(int, int, const DecodeGemmArgs&, dim3, cudaStream_t);
+template DecodeKernelFn decode_kernel_for<__nv_bfloat16, __nv_bfloat16, true>(int, int, int);
 }  // namespace fp4kit::gemm_impl::sm90

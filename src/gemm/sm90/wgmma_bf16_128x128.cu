@@ -1,0 +1,7 @@
+// Large-M family instantiations: operand __nv_bfloat16, tile 128x128.
+#include "gemm/sm90/wgmma_launch.cuh"
+
+namespace fp4kit::gemm_impl::sm90 {
+template WgmmaKernel wgmma_kernel_instance<__nv_bfloat16, 128, 128, 4>();
+template WgmmaKernel wgmma_kernel_instance<__nv_bfloat16, 128, 128, 6>();
+}  // namespace fp4kit::gemm_impl::sm90

@@ -1,0 +1,146 @@
+// Host side of the large-M (wgmma) family: TMA descriptors, persistent grid, launch.
+#include <cuda.h>
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "common/cuda_check.h"
+#include "fp4kit/device.h"
+#include "gemm/families.h"
+#include "gemm/prepacked_layout.h"
+#include "gemm/sm90/wgmma_launch.cuh"
+
+namespace fp4kit::gemm_impl {
+namespace {
+
+sm90::WgmmaKernel kernel_for(const Tactic& t, const GemmParams& p) {
+  if (p.a_dtype == DType::kBF16) return sm90::wgmma_kernel_for<__nv_bfloat16>(t.block_n, t.block_m, t.stages);
+  if (p.a_dtype == DType::kFP16) return sm90::wgmma_kernel_for<__half>(t.block_n, t.block_m, t.stages);
+  return {};  // W4A4: not in this family (yet)
+}
+
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda).
+Status encode_fn(EncodeTiledFn* out) {
+  static std::once_flag once;
+  static EncodeTiledFn fn = nullptr;
+  static cudaError_t err = cudaSuccess;
+  std::call_once(once, [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+    if (err == cudaSuccess && q == cudaDriverEntryPointSuccess) fn = reinterpret_cast<EncodeTiledFn>(p);
+  });
+  if (!fn)
+    return Status(StatusCode::kCudaError, std::string("gemm: cuTensorMapEncodeTiled not available (") +
+                                              cudaGetErrorName(err) + ")");
+  *out = fn;
+  return Status::ok();
+}
+
+Status encode(EncodeTiledFn fn, CUtensorMap* map, CUtensorMapDataType type, int rank, const void* addr,
+              const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle,
+              const char* what) {
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = fn(map, type, cuuint32_t(rank), const_cast<void*>(addr), dims, strides, box, elem_strides,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return Status(StatusCode::kCudaError,
+                  std::string("gemm: cuTensorMapEncodeTiled failed for ") + what + " (CUresult " + std::to_string(int(r)) + ")");
+  return Status::ok();
+}
+
+// Raises the dynamic shared memory limit of `fn` once per (device, kernel).
+Status ensure_smem(const sm90::WgmmaKernel& k) {
+  static std::mutex mu;
+  static std::set<std::pair<int, const void*>> done;
+  int dev = 0;
+  FP4KIT_CUDA_RETURN(cudaGetDevice(&dev), "gemm: cudaGetDevice");
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(dev, reinterpret_cast<const void*>(k.fn));
+  if (done.count(key)) return Status::ok();
+  FP4KIT_CUDA_RETURN(cudaFuncSetAttribute(reinterpret_cast<const void*>(k.fn),
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes),
+                     "gemm: wgmma shared memory attribute");
+  done.insert(key);
+  return Status::ok();
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Status wgmma_can_implement(const Tactic& t, const GemmParams& p) {
+  if (p.a_dtype == DType::kE2M1x2)
+    return Status(StatusCode::kNotSupported, "tactic " + t.name + ": W4A4 is served by the decode family");
+  const sm90::WgmmaKernel k = kernel_for(t, p);
+  if (!k.fn) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": not instantiated");
+  const int64_t tiles = ceil_div(p.n, t.block_n) * ceil_div(p.m, t.block_m);
+  if (tiles >= (int64_t(1) << 31) || prepacked_shape(p.n, p.k).k_chunks >= (int64_t(1) << 31))
+    return Status(StatusCode::kNotSupported, "tactic " + t.name + ": too many tiles");
+  return Status::ok();
+}
+
+size_t wgmma_workspace_bytes(const Tactic&, const GemmParams&) { return 0; }
+
+Status wgmma_launch(const Tactic& t, const GemmParams& p, void*, size_t, cudaStream_t stream) {
+  const sm90::WgmmaKernel k = kernel_for(t, p);
+  if (!k.fn) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": not instantiated");
+  const PrepackedShape s = prepacked_shape(p.n, p.k);
+  const int64_t lda = p.lda ? p.lda : p.k;
+
+  EncodeTiledFn fn = nullptr;
+  FP4KIT_RETURN_IF_ERROR(encode_fn(&fn));
+  CUtensorMap map_a, map_w, map_s;
+  {
+    // Activations [m][lda] 16-bit, viewed as K x M (K fastest); columns >= k and rows >= m read as 0.
+    const cuuint64_t dims[2] = {cuuint64_t(p.k), cuuint64_t(p.m)};
+    const cuuint64_t strides[1] = {cuuint64_t(lda) * 2};
+    const cuuint32_t box[2] = {64, cuuint32_t(t.block_m)};
+    const CUtensorMapDataType type =
+        p.a_dtype == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    FP4KIT_RETURN_IF_ERROR(encode(fn, &map_a, type, 2, p.a, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B, "A"));
+  }
+  {
+    // Prepacked codes: [row tile][k chunk][128 words]; scales: [row tile][k chunk][16 words].
+    const cuuint64_t dims[3] = {kChunkCodeBytes / 4, cuuint64_t(s.k_chunks), cuuint64_t(s.row_tiles)};
+    const cuuint64_t strides[2] = {kChunkCodeBytes, cuuint64_t(s.k_chunks) * kChunkCodeBytes};
+    const cuuint32_t box[3] = {kChunkCodeBytes / 4, 1, cuuint32_t(t.block_n / kChunkRows)};
+    FP4KIT_RETURN_IF_ERROR(encode(fn, &map_w, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, p.b_prepacked, dims, strides, box,
+                                  CU_TENSOR_MAP_SWIZZLE_NONE, "B codes"));
+  }
+  {
+    const cuuint64_t dims[3] = {kChunkScaleBytes / 4, cuuint64_t(s.k_chunks), cuuint64_t(s.row_tiles)};
+    const cuuint64_t strides[2] = {kChunkScaleBytes, cuuint64_t(s.k_chunks) * kChunkScaleBytes};
+    const cuuint32_t box[3] = {kChunkScaleBytes / 4, 1, cuuint32_t(t.block_n / kChunkRows)};
+    const void* scales = static_cast<const uint8_t*>(p.b_prepacked) + s.code_bytes();
+    FP4KIT_RETURN_IF_ERROR(encode(fn, &map_s, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, scales, dims, strides, box,
+                                  CU_TENSOR_MAP_SWIZZLE_NONE, "B scales"));
+  }
+
+  sm90::WgmmaGemmArgs a{};
+  a.m = int(p.m);
+  a.n = int(p.n);
+  a.k_chunks = int(s.k_chunks);
+  a.n_tiles = int(ceil_div(p.n, t.block_n));
+  a.m_tiles = int(ceil_div(p.m, t.block_m));
+  a.num_tiles = a.n_tiles * a.m_tiles;
+  a.alpha = p.alpha;
+  a.bias = p.bias;
+  a.d = p.d;
+  a.ldd = p.ldd ? p.ldd : p.n;
+
+  FP4KIT_RETURN_IF_ERROR(ensure_smem(k));
+  const int sms = device_info().available ? device_info().sm_count : 132;
+  const int grid = std::max(1, std::min(a.num_tiles, sms));
+  k.fn<<<grid, sm90::kWgThreads, k.smem_bytes, stream>>>(map_a, map_w, map_s, a);
+  return detail::cuda_status(cudaGetLastError(), ("gemm: launch " + t.name).c_str());
+}
+
+}  // namespace fp4kit::gemm_impl

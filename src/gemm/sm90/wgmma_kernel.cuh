@@ -1,0 +1,344 @@
+// Large-M ("wgmma") NVFP4 GEMM: D[M,N] = alpha * A[M,K] · Bᵀ (+bias) for M above a few dozen tokens.
+//
+// The product is computed transposed, Dᵀ = B · Aᵀ, so that the decoded weights are the wgmma A
+// operand, which Hopper can take from registers (RS wgmma, m64nNk16), and the activations the
+// B operand from shared memory (Machete's swap, docs/GEMM.md "large-M family").
+//
+//  * CTA tile: BN weight rows (wgmma M; two consumer warpgroups of BN/2 rows = 1 or 2 m64 slabs
+//    each) x BM tokens (wgmma N = BM) x 64 K per pipeline stage; persistent grid over the tiles,
+//    n-tiles grouped so that concurrently running CTAs share weights and activations in L2.
+//  * Producer warp (one elected thread): per stage, three TMA loads on one mbarrier: the
+//    activation box [BM tokens x 64 K] (128B swizzle, the canonical K-major wgmma B layout; rows
+//    beyond M and columns beyond K are zero-filled by TMA), the BN/16 code chunks (512 B each)
+//    and their scales (64 B each) of the prepacked weights, through 3D tensor maps over the
+//    [row tile][k chunk][bytes] layout of prepacked_layout.h (row tiles beyond the buffer are
+//    zero-filled).
+//  * Consumers: lane l of warp w reads its 16 code bytes (ld.shared.v4) and 8 scale bytes of its
+//    16-row chunk — exactly the wgmma register-A fragments of rows 16w..16w+15 of its slab — and
+//    decodes them exactly to BF16/FP16 (fragment_decode.cuh). Stage k+1 is decoded while the
+//    wgmmas of stage k run (two register sets), then the stage's smem is released.
+//  * Epilogue straight from the accumulators: acc * 2^7 * alpha + bias in FP32, narrowed, masked
+//    stores of D[token][row]. No split-K: outputs are deterministic.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include <cute/arch/mma_sm90_gmma.hpp>
+
+#include "gemm/prepacked_layout.h"
+#include "gemm/sm90/fragment_decode.cuh"
+
+namespace fp4kit::gemm_impl::sm90 {
+
+constexpr int kWgThreads = 384;  // producer warpgroup + 2 consumer warpgroups
+constexpr int kWgConsumerWarps = 8;
+constexpr int kWgGroupN = 8;     // n-tiles per raster group
+
+struct WgmmaGemmArgs {
+  int m, n;
+  int k_chunks;
+  int n_tiles, m_tiles, num_tiles;
+  const float* alpha;
+  const void* bias;
+  void* d;
+  int64_t ldd;
+};
+
+template <int BN, int BM, int S>
+struct WgCfg {
+  static_assert(BN == 128 || BN == 256, "BN: 128 or 256 weight rows");
+  static_assert(BM == 64 || BM == 128 || BM == 256, "BM: 64, 128 or 256 tokens");
+  static constexpr int kSlabs = BN / 128;        // m64 slabs per consumer warpgroup
+  static constexpr int kAcc = BM / 2;            // accumulator floats per thread per slab
+  static_assert(kSlabs * kAcc <= 128, "accumulators must fit in registers");
+  static constexpr int kABytes = BM * 128;       // [BM][64] 16-bit, 128B rows (swizzled)
+  static constexpr int kWBytes = BN * 32;        // BN/16 chunks x 512 B
+  static constexpr int kSBytes = BN * 4;         // BN/16 chunks x 64 B
+  static constexpr int kStageTx = kABytes + kWBytes + kSBytes;
+  static constexpr int kAOff = 0;
+  static constexpr int kWOff = S * kABytes;
+  static constexpr int kSOff = kWOff + S * kWBytes;
+  static constexpr int kBarOff = kSOff + S * kSBytes;
+  static constexpr int kSmemBytes = kBarOff + 2 * S * 8 + 1024;  // + alignment slack
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA on sm_90");
+};
+
+// ---- PTX helpers -----------------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+      ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1,
+                                            int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+__device__ __forceinline__ uint4 lds_u4(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ uint2 lds_u2(uint32_t addr) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+  return v;
+}
+
+// wgmma smem descriptor of a K-major, 128B-swizzled tile: 8-row x 128 B atoms, 1024 B apart.
+__device__ __forceinline__ uint64_t sw128_desc(uint32_t smem_addr) {
+  uint64_t d = 0;
+  d |= uint64_t((smem_addr & 0x3FFFF) >> 4);  // start address
+  d |= uint64_t(1) << 16;                      // leading byte offset (unused for swizzled K-major)
+  d |= uint64_t(1024 >> 4) << 32;              // stride byte offset
+  d |= uint64_t(1) << 62;                      // SWIZZLE_128B
+  return d;
+}
+
+template <typename T, int N>
+struct GmmaRS;
+#define FP4KIT_GMMA_RS(TYPE, N, OP)                                                               \
+  template <>                                                                                     \
+  struct GmmaRS<TYPE, N> {                                                                        \
+    using Op = cute::SM90::GMMA::OP<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;     \
+  };
+FP4KIT_GMMA_RS(__nv_bfloat16, 64, MMA_64x64x16_F32BF16BF16_RS)
+FP4KIT_GMMA_RS(__nv_bfloat16, 128, MMA_64x128x16_F32BF16BF16_RS)
+FP4KIT_GMMA_RS(__nv_bfloat16, 256, MMA_64x256x16_F32BF16BF16_RS)
+FP4KIT_GMMA_RS(__half, 64, MMA_64x64x16_F32F16F16_RS)
+FP4KIT_GMMA_RS(__half, 128, MMA_64x128x16_F32F16F16_RS)
+FP4KIT_GMMA_RS(__half, 256, MMA_64x256x16_F32F16F16_RS)
+#undef FP4KIT_GMMA_RS
+
+template <typename Op, int NA, size_t... I>
+__device__ __forceinline__ void gmma_rs_impl(const uint32_t (&a)[4], uint64_t desc, float (&acc)[NA],
+                                             std::index_sequence<I...>) {
+  Op::fma(a[0], a[1], a[2], a[3], desc, acc[I]...);
+}
+template <typename T, int N>
+__device__ __forceinline__ void gmma_rs(const uint32_t (&a)[4], uint64_t desc, float (&acc)[N / 2]) {
+  gmma_rs_impl<typename GmmaRS<T, N>::Op>(a, desc, acc, std::make_index_sequence<N / 2>{});
+}
+
+template <int NA>
+__device__ __forceinline__ void fence_acc(float (&acc)[NA]) {
+#pragma unroll
+  for (int i = 0; i < NA; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+}
+
+template <typename OutT>
+__device__ __forceinline__ OutT wg_to_out(float v) {
+  if constexpr (std::is_same_v<OutT, __nv_bfloat16>) return __float2bfloat16_rn(v);
+  else return __float2half_rn(v);
+}
+template <typename OutT>
+__device__ __forceinline__ float wg_from_out(OutT v) {
+  if constexpr (std::is_same_v<OutT, __nv_bfloat16>) return __bfloat162float(v);
+  else return __half2float(v);
+}
+
+// Tile t -> (n tile, m tile): groups of kWgGroupN n-tiles, n fastest inside a group.
+__device__ __forceinline__ void wg_tile_coords(const WgmmaGemmArgs& args, int t, int& nt, int& mt) {
+  const int per_group = kWgGroupN * args.m_tiles;
+  const int group = t / per_group;
+  const int local = t - group * per_group;
+  const int n_first = group * kWgGroupN;
+  const int gs = min(kWgGroupN, args.n_tiles - n_first);
+  nt = n_first + local % gs;
+  mt = local / gs;
+}
+
+// ---- kernel ------------------------------------------------------------------------------------------
+// T: activation / operand type (bf16 or half); D and bias are T as well (W4A16).
+template <typename T, int BN, int BM, int S>
+__global__ void __launch_bounds__(kWgThreads, 1)
+    wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_w,
+                      const __grid_constant__ CUtensorMap tma_s, const WgmmaGemmArgs args) {
+  using Cfg = WgCfg<BN, BM, S>;
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t smem_base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const uint32_t a_base = smem_base + Cfg::kAOff;
+  const uint32_t w_base = smem_base + Cfg::kWOff;
+  const uint32_t s_base = smem_base + Cfg::kSOff;
+  const uint32_t full_bar = smem_base + Cfg::kBarOff;   // S barriers
+  const uint32_t empty_bar = full_bar + 8 * S;          // S barriers
+
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_desc(&tma_a);
+    tma_prefetch_desc(&tma_w);
+    tma_prefetch_desc(&tma_s);
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      mbar_init(full_bar + 8 * s, 1);
+      mbar_init(empty_bar + 8 * s, kWgConsumerWarps);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp < 4) {
+    // ---------------- producer warpgroup ----------------
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (warp == 0 && lane == 0) {
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int tile = blockIdx.x; tile < args.num_tiles; tile += gridDim.x) {
+        int nt, mt;
+        wg_tile_coords(args, tile, nt, mt);
+        const int row_tile0 = nt * (BN / 16);
+        const int tok0 = mt * BM;
+        for (int kb = 0; kb < args.k_chunks; ++kb) {
+          mbar_wait(empty_bar + 8 * stage, phase ^ 1u);
+          const uint32_t fb = full_bar + 8 * stage;
+          mbar_arrive_expect_tx(fb, Cfg::kStageTx);
+          tma_load_2d(a_base + stage * Cfg::kABytes, &tma_a, fb, kb * 64, tok0);
+          tma_load_3d(w_base + stage * Cfg::kWBytes, &tma_w, fb, 0, kb, row_tile0);
+          tma_load_3d(s_base + stage * Cfg::kSBytes, &tma_s, fb, 0, kb, row_tile0);
+          if (++stage == S) {
+            stage = 0;
+            phase ^= 1u;
+          }
+        }
+      }
+    }
+  } else {
+    // ---------------- consumer warpgroups ----------------
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    constexpr int kSlabs = Cfg::kSlabs;
+    constexpr int kAcc = Cfg::kAcc;
+    const int wg = (threadIdx.x >> 7) - 1;  // 0 or 1
+    const int wwarp = warp & 3;             // warp within the warpgroup
+    const int g = lane >> 2, c = lane & 3;
+    const float alpha = __ldg(args.alpha) * kWeightDecodeScale;
+    const T* bias = static_cast<const T*>(args.bias);
+    T* d = static_cast<T*>(args.d);
+
+    // Per-lane smem offsets of this warp's chunks inside a stage.
+    uint32_t w_off[kSlabs], s_off[kSlabs];
+#pragma unroll
+    for (int sl = 0; sl < kSlabs; ++sl) {
+      const int chunk = (wg * kSlabs + sl) * 4 + wwarp;
+      w_off[sl] = chunk * kChunkCodeBytes + lane * 16;
+      s_off[sl] = chunk * kChunkScaleBytes + g * 8;
+    }
+
+    int stage = 0;
+    uint32_t phase = 0;
+    float acc[kSlabs][kAcc];
+    uint32_t fa0[kSlabs][4][4], fa1[kSlabs][4][4];
+
+    // Waits for `stage` and decodes its weights into fragments `fa`.
+    auto load_decode = [&](uint32_t (&fa)[kSlabs][4][4], int st, uint32_t ph) {
+      mbar_wait(full_bar + 8 * st, ph);
+#pragma unroll
+      for (int sl = 0; sl < kSlabs; ++sl) {
+        const uint4 w = lds_u4(w_base + st * Cfg::kWBytes + w_off[sl]);
+        const uint2 sc = lds_u2(s_base + st * Cfg::kSBytes + s_off[sl]);
+        decode_step<T, 0>(w.x, sc.x, sc.y, fa[sl][0]);
+        decode_step<T, 1>(w.y, sc.x, sc.y, fa[sl][1]);
+        decode_step<T, 2>(w.z, sc.x, sc.y, fa[sl][2]);
+        decode_step<T, 3>(w.w, sc.x, sc.y, fa[sl][3]);
+      }
+    };
+    // Runs the wgmmas of the current stage from `cur`, decoding the next stage into `nxt` meanwhile.
+    auto step = [&](uint32_t (&cur)[kSlabs][4][4], uint32_t (&nxt)[kSlabs][4][4], bool has_next) {
+      const uint32_t a_stage = a_base + stage * Cfg::kABytes;
+#pragma unroll
+      for (int sl = 0; sl < kSlabs; ++sl) fence_acc(acc[sl]);
+      cute::warpgroup_arrive();
+#pragma unroll
+      for (int s = 0; s < 4; ++s)
+#pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) gmma_rs<T, BM>(cur[sl][s], sw128_desc(a_stage + 32 * s), acc[sl]);
+      cute::warpgroup_commit_batch();
+      const int cur_stage = stage;
+      if (++stage == S) {
+        stage = 0;
+        phase ^= 1u;
+      }
+      if (has_next) load_decode(nxt, stage, phase);
+      cute::warpgroup_wait<0>();
+#pragma unroll
+      for (int sl = 0; sl < kSlabs; ++sl) fence_acc(acc[sl]);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(empty_bar + 8 * cur_stage);
+    };
+
+    for (int tile = blockIdx.x; tile < args.num_tiles; tile += gridDim.x) {
+      int nt, mt;
+      wg_tile_coords(args, tile, nt, mt);
+#pragma unroll
+      for (int sl = 0; sl < kSlabs; ++sl)
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) acc[sl][i] = 0.0f;
+
+      const int nk = args.k_chunks;
+      load_decode(fa0, stage, phase);
+      for (int kb = 0; kb < nk; kb += 2) {
+        step(fa0, fa1, kb + 1 < nk);
+        if (kb + 1 < nk) step(fa1, fa0, kb + 2 < nk);
+      }
+
+      // Epilogue: acc[sl][4i + 2h + e] is row (slab row 16 wwarp + g + 8h), token 8i + 2c + e.
+      const int tok0 = mt * BM;
+#pragma unroll
+      for (int sl = 0; sl < kSlabs; ++sl) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = nt * BN + (wg * kSlabs + sl) * 64 + wwarp * 16 + g + 8 * h;
+          if (row >= args.n) continue;
+          const float b = bias ? wg_from_out<T>(bias[row]) : 0.0f;
+#pragma unroll
+          for (int i = 0; i < BM / 8; ++i)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int tok = tok0 + 8 * i + 2 * c + e;
+              if (tok < args.m) d[int64_t(tok) * args.ldd + row] = wg_to_out<T>(acc[sl][4 * i + 2 * h + e] * alpha + b);
+            }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace fp4kit::gemm_impl::sm90

@@ -1,0 +1,52 @@
+// Instantiation table of the large-M (wgmma) family. Each (operand type, BN x BM tile) is
+// instantiated in its own translation unit (wgmma_*.cu) so they compile in parallel.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include "gemm/sm90/wgmma_kernel.cuh"
+
+namespace fp4kit::gemm_impl::sm90 {
+
+using WgmmaKernelFn = void (*)(const CUtensorMap, const CUtensorMap, const CUtensorMap, const WgmmaGemmArgs);
+
+struct WgmmaKernel {
+  WgmmaKernelFn fn = nullptr;
+  int smem_bytes = 0;
+};
+
+template <typename T, int BN, int BM, int S>
+WgmmaKernel wgmma_kernel_instance() {
+  return {&wgmma_gemm_kernel<T, BN, BM, S>, WgCfg<BN, BM, S>::kSmemBytes};
+}
+
+// Every instantiated configuration: X(BN, BM, S). One TU per (type, BN, BM) holds all its S.
+#define FP4KIT_WGMMA_CONFIGS(X) \
+  X(128, 64, 6)                 \
+  X(128, 128, 4)                \
+  X(128, 128, 6)                \
+  X(128, 256, 4)                \
+  X(256, 128, 4)                \
+  X(256, 128, 6)
+
+#define FP4KIT_WGMMA_DECLARE(T, BN, BM, S) \
+  extern template WgmmaKernel wgmma_kernel_instance<T, BN, BM, S>();
+#define FP4KIT_WGMMA_DECLARE_BF16(BN, BM, S) FP4KIT_WGMMA_DECLARE(__nv_bfloat16, BN, BM, S)
+#define FP4KIT_WGMMA_DECLARE_FP16(BN, BM, S) FP4KIT_WGMMA_DECLARE(__half, BN, BM, S)
+FP4KIT_WGMMA_CONFIGS(FP4KIT_WGMMA_DECLARE_BF16)
+FP4KIT_WGMMA_CONFIGS(FP4KIT_WGMMA_DECLARE_FP16)
+#undef FP4KIT_WGMMA_DECLARE_BF16
+#undef FP4KIT_WGMMA_DECLARE_FP16
+
+// The kernel for (BN, BM, S), or a null fn when that configuration is not instantiated.
+template <typename T>
+WgmmaKernel wgmma_kernel_for(int bn, int bm, int s) {
+#define FP4KIT_WGMMA_CASE(BN, BM, S) \
+  if (bn == BN && bm == BM && s == S) return wgmma_kernel_instance<T, BN, BM, S>();
+  FP4KIT_WGMMA_CONFIGS(FP4KIT_WGMMA_CASE)
+#undef FP4KIT_WGMMA_CASE
+  return {};
+}
+
+}  // namespace fp4kit::gemm_impl::sm90
