@@ -83,8 +83,12 @@ struct ScaleLayoutConvertParams {
 };
 
 // amax over a [rows, cols] tensor -> global scale, in one stream-ordered sequence (no host sync).
-//   encode (kExact/kFast convention): gs = 2688 / amax, and 1.0 when amax is 0 or gs is not finite
-//   (FLT_MAX clamp as TE does for tiny amax);  kModelOpt convention: ws2 = amax / 2688.
+// amax = max |x| with NaNs ignored (an all-NaN or all-zero tensor has amax 0), exact in FP32.
+//   encode (kExact/kFast convention): gs = 2688.0f / amax (FP32 division, round to nearest), except
+//     amax == 0 -> 1.0f;  2688/amax overflows to +Inf (amax < 2688/FLT_MAX) -> FLT_MAX (as TE
+//     clamps);  2688/amax == 0 (amax = +Inf) -> 1.0f.
+//   kModelOpt convention: ws2 = amax / 2688.0f (FP32 division, round to nearest), no special cases
+//     (an all-zero tensor gives ws2 = 0; see docs/NUMERICS.md "Global scale").
 // With per_row, one scale per row. `workspace` must hold global_scale_workspace_bytes(...).
 struct GlobalScaleParams {
   const void* input = nullptr;

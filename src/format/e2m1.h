@@ -28,9 +28,12 @@ FP4KIT_HD uint32_t e2m1_magnitude_code(float a) {
 }
 
 // The FlashInfer/PTX cvt.rn.satfinite.e2m1 convention: the sign bit is the sign bit of y, so
-// -0.0 and negative values that round to zero give code 0x8. ±Inf -> ±6. NaN -> ±0.
+// -0.0 and negative values that round to zero give code 0x8. ±Inf -> ±6. NaN -> +0 (code 0) whatever
+// its sign bit: E2M1 has no NaN, and the sign of a NaN differs between x86 (default NaN negative,
+// input NaN signs propagate) and CUDA (every arithmetic NaN is 0x7fffffff), so only a sign-free rule
+// keeps CPU and GPU bit-identical (e.g. 0 * Inf in a kFast block whose scale underflowed).
 FP4KIT_HD uint32_t float_to_e2m1(float y) {
-  const uint32_t s = (float_bits(y) >> 28) & 8u;
+  const uint32_t s = is_nan(y) ? 0u : (float_bits(y) >> 28) & 8u;
   return s | e2m1_magnitude_code(y < 0.0f ? -y : y);
 }
 

@@ -1,7 +1,9 @@
 // FP8 E4M3 ("e4m3fn"): 1 sign, 4 exponent (bias 7), 3 mantissa bits; no Inf; S.1111.111 is NaN.
 // Max finite 448 (0x7E), min subnormal 2^-9.
 // Encoding is round-to-nearest-even with saturation (PTX cvt.rn.satfinite.e4m3x2.f32,
-// __nv_fp8_e4m3(float)): |x| >= 464 and ±Inf give ±448, NaN gives 0x7F with the input's sign.
+// __nv_fp8_e4m3(float)): |x| >= 464 and ±Inf give ±448, every NaN gives 0x7F (the instruction
+// drops the sign of a NaN: measured on H100; x86 and CUDA also disagree on the signs of the NaNs
+// they generate, so a sign-keeping rule would make CPU and GPU results differ).
 #pragma once
 
 #include "format/host_device.h"
@@ -23,7 +25,7 @@ FP4KIT_HD uint8_t float_to_e4m3(float x) {
   const uint32_t u = float_bits(x);
   const uint8_t sign = uint8_t((u >> 24) & 0x80u);
   const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return uint8_t(sign | 0x7fu);  // NaN
+  if (a > 0x7f800000u) return 0x7fu;                   // NaN, any sign
   if (a >= 0x43e80000u) return uint8_t(sign | 0x7eu);  // >= 464 (incl. Inf): saturate to 448
   if (a < 0x3c800000u) {
     // Below 2^-6: subnormal E4M3, value = m * 2^-9 with m in [0, 8] (8 is the smallest normal).

@@ -84,12 +84,17 @@ static int wgmma_heuristic(const GemmParams& p, int sm_count) {
 }
 
 int heuristic_tactic(const GemmParams& p, int sm_count) {
-  // The wgmma family serves W4A16 above 64 tokens; W4A4 stays on the decode family.
-  if (p.m > 64 && p.a_dtype != DType::kE2M1x2) {
+  // H100 measurements (docs/PERF.md): the decode family wins up to 16 tokens; above that the
+  // wgmma family's 128x64 tile already beats the decode family's 32-token tiles. W4A4 has only
+  // the decode family.
+  if (p.m > 16 && p.a_dtype != DType::kE2M1x2) {
     const int id = wgmma_heuristic(p, sm_count);
     if (id >= 0) return id;
   }
-  if (p.m <= 8) return decode_id(1, 2, 4);
+  // Two row tiles per warp halve the activation loads per weight byte, but leave too few units to
+  // balance small layers (4096x4096: 17.5 us with one row tile, 22.8 us with two).
+  const bool small_layer = p.n * p.k < int64_t(32) << 20;
+  if (p.m <= 8) return small_layer ? decode_id(1, 1, 4) : decode_id(1, 2, 4);
   if (p.m <= 16) return decode_id(2, 2, 2);
   return decode_id(4, 2, 1);
 }

@@ -1,0 +1,331 @@
+#include "bench_util.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <fstream>
+
+namespace fp4kit::bench {
+
+#define BU_CUDA(expr, what) FP4KIT_RETURN_IF_ERROR(cuda_result(int(expr), (what)))
+
+// ---- device memory ------------------------------------------------------------------------------
+GpuBuffer& GpuBuffer::operator=(GpuBuffer&& o) noexcept {
+  if (this != &o) {
+    release();
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+Status GpuBuffer::alloc(size_t bytes, const char* what) {
+  release();
+  const cudaError_t e = cudaMalloc(&ptr_, bytes == 0 ? 1 : bytes);
+  if (e != cudaSuccess) {
+    ptr_ = nullptr;
+    return cuda_result(int(e), (std::string("cudaMalloc ") + what + " (" + std::to_string(bytes) + " bytes)").c_str());
+  }
+  bytes_ = bytes;
+  return Status::ok();
+}
+
+void GpuBuffer::release() {
+  if (ptr_ != nullptr) cudaFree(ptr_);
+  ptr_ = nullptr;
+  bytes_ = 0;
+}
+
+Status cuda_result(int cuda_error, const char* what) {
+  if (cuda_error == 0) return Status::ok();
+  const auto e = static_cast<cudaError_t>(cuda_error);
+  cudaGetLastError();
+  return Status(StatusCode::kCudaError,
+                std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+// ---- timing -------------------------------------------------------------------------------------
+namespace {
+
+__global__ void delay_kernel(unsigned long long ns) {
+  unsigned long long start;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  for (;;) {
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start >= ns) break;
+    __nanosleep(1000);
+  }
+}
+
+struct Events {
+  std::vector<cudaEvent_t> ev;
+  ~Events() {
+    for (cudaEvent_t e : ev) cudaEventDestroy(e);
+  }
+  Status create(size_t n) {
+    ev.resize(n, nullptr);
+    for (auto& e : ev) BU_CUDA(cudaEventCreate(&e), "cudaEventCreate");
+    return Status::ok();
+  }
+};
+
+Timing summarize(std::vector<double> us, bool graph) {
+  Timing t;
+  t.samples = int(us.size());
+  t.graph = graph;
+  if (us.empty()) return t;
+  std::sort(us.begin(), us.end());
+  t.min_us = us.front();
+  t.max_us = us.back();
+  t.median_us = median(us);
+  return t;
+}
+
+}  // namespace
+
+Status time_calls(const CallFn& fn, cudaStream_t stream, const TimingOptions& opt, Timing* out) {
+  const int iters = std::max(1, opt.iterations);
+  int call = 0;
+  for (int i = 0; i < opt.warmup; ++i) FP4KIT_RETURN_IF_ERROR(fn(call++));
+  BU_CUDA(cudaStreamSynchronize(stream), "warm-up");
+
+  if (opt.graph) {
+    const int batch = std::max(1, opt.graph_batch);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    BU_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    const Status cs = [&]() -> Status {
+      for (int i = 0; i < batch; ++i) FP4KIT_RETURN_IF_ERROR(fn(call++));
+      return Status::ok();
+    }();
+    const cudaError_t ec = cudaStreamEndCapture(stream, &graph);
+    if (!cs.is_ok()) {
+      if (graph) cudaGraphDestroy(graph);
+      return cs;
+    }
+    BU_CUDA(ec, "cudaStreamEndCapture");
+    const cudaError_t ei = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    BU_CUDA(ei, "cudaGraphInstantiate");
+    std::vector<double> us;
+    const Status rs = [&]() -> Status {
+      Events e;
+      FP4KIT_RETURN_IF_ERROR(e.create(size_t(iters) + 1));
+      BU_CUDA(cudaGraphLaunch(exec, stream), "cudaGraphLaunch (warm-up)");
+      // Delay so that all replays are queued before the first one runs.
+      delay_kernel<<<1, 1, 0, stream>>>(200000ull);
+      for (int i = 0; i < iters; ++i) {
+        BU_CUDA(cudaEventRecord(e.ev[i], stream), "cudaEventRecord");
+        BU_CUDA(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+      }
+      BU_CUDA(cudaEventRecord(e.ev[iters], stream), "cudaEventRecord");
+      BU_CUDA(cudaStreamSynchronize(stream), "graph replays");
+      for (int i = 0; i < iters; ++i) {
+        float ms = 0;
+        BU_CUDA(cudaEventElapsedTime(&ms, e.ev[i], e.ev[i + 1]), "cudaEventElapsedTime");
+        us.push_back(1000.0 * ms / batch);
+      }
+      return Status::ok();
+    }();
+    cudaGraphExecDestroy(exec);
+    FP4KIT_RETURN_IF_ERROR(rs);
+    *out = summarize(std::move(us), true);
+    return Status::ok();
+  }
+
+  // Eager: hold the GPU with a delay long enough for the host to queue every call (host enqueue
+  // cost is a few microseconds per call; 25 us per call of delay covers it), so the timed calls run
+  // back to back.
+  Events e;
+  FP4KIT_RETURN_IF_ERROR(e.create(size_t(iters) + 1));
+  delay_kernel<<<1, 1, 0, stream>>>((unsigned long long)iters * 25000ull + 50000ull);
+  BU_CUDA(cudaGetLastError(), "delay kernel");
+  for (int i = 0; i < iters; ++i) {
+    BU_CUDA(cudaEventRecord(e.ev[i], stream), "cudaEventRecord");
+    FP4KIT_RETURN_IF_ERROR(fn(call++));
+  }
+  BU_CUDA(cudaEventRecord(e.ev[iters], stream), "cudaEventRecord");
+  BU_CUDA(cudaStreamSynchronize(stream), "timed calls");
+  std::vector<double> us;
+  for (int i = 0; i < iters; ++i) {
+    float ms = 0;
+    BU_CUDA(cudaEventElapsedTime(&ms, e.ev[i], e.ev[i + 1]), "cudaEventElapsedTime");
+    us.push_back(1000.0 * ms);
+  }
+  *out = summarize(std::move(us), false);
+  return Status::ok();
+}
+
+int rotation_count(size_t set_bytes, long long l2_bytes, int max_copies) {
+  if (set_bytes == 0) return 1;
+  const double need = 2.0 * double(l2_bytes > 0 ? l2_bytes : (50ll << 20));
+  const int n = int(std::ceil(need / double(set_bytes)));
+  return std::clamp(n, 1, std::max(1, max_copies));
+}
+
+Status copy_bandwidth(size_t bytes, int iterations, cudaStream_t stream, double* bytes_per_second) {
+  GpuBuffer src, dst;
+  FP4KIT_RETURN_IF_ERROR(src.alloc(bytes, "copy source"));
+  FP4KIT_RETURN_IF_ERROR(dst.alloc(bytes, "copy destination"));
+  FP4KIT_RETURN_IF_ERROR(fill_random(src.data(), DType::kFP32, int64_t(bytes / 4), 7, Distribution::kUniform, 1.0f, stream));
+  TimingOptions opt;
+  opt.warmup = 3;
+  opt.iterations = std::max(3, iterations);
+  Timing t;
+  FP4KIT_RETURN_IF_ERROR(time_calls(
+      [&](int) { return cuda_result(int(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, stream)), "cudaMemcpyAsync"); },
+      stream, opt, &t));
+  *bytes_per_second = 2.0 * double(bytes) / (t.median_us * 1e-6);
+  return Status::ok();
+}
+
+// ---- data -----------------------------------------------------------------------------------------
+namespace {
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+template <DType kT>
+__global__ void fill_kernel(void* dst, int64_t count, uint64_t seed, Distribution dist, float scale) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
+    const uint64_t h = splitmix64(seed * 0x2545f4914f6cdd1dull + uint64_t(i));
+    const float u1 = (float(uint32_t(h >> 40)) + 0.5f) * (1.0f / 16777216.0f);          // (0, 1)
+    const float u2 = (float(uint32_t(h & 0xffffffu)) + 0.5f) * (1.0f / 16777216.0f);   // (0, 1)
+    float v = dist == Distribution::kUniform ? scale * (2.0f * u1 - 1.0f)
+                                             : scale * sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+    if constexpr (kT == DType::kBF16) {
+      __nv_bfloat16 b = __float2bfloat16_rn(v);
+      if (__bfloat162float(b) == 0.0f) b = __float2bfloat16_rn(scale / 64.0f);
+      static_cast<__nv_bfloat16*>(dst)[i] = b;
+    } else if constexpr (kT == DType::kFP16) {
+      __half b = __float2half_rn(v);
+      if (__half2float(b) == 0.0f) b = __float2half_rn(scale / 64.0f);
+      static_cast<__half*>(dst)[i] = b;
+    } else {
+      if (v == 0.0f) v = scale / 64.0f;
+      static_cast<float*>(dst)[i] = v;
+    }
+  }
+}
+
+}  // namespace
+
+Status fill_random(void* dst, DType dtype, int64_t count, uint64_t seed, Distribution dist, float scale,
+                   cudaStream_t stream) {
+  if (count <= 0) return Status::ok();
+  const int threads = 256;
+  const int64_t blocks = std::min<int64_t>((count + threads - 1) / threads, 65536);
+  switch (dtype) {
+    case DType::kBF16: fill_kernel<DType::kBF16><<<unsigned(blocks), threads, 0, stream>>>(dst, count, seed, dist, scale); break;
+    case DType::kFP16: fill_kernel<DType::kFP16><<<unsigned(blocks), threads, 0, stream>>>(dst, count, seed, dist, scale); break;
+    case DType::kFP32: fill_kernel<DType::kFP32><<<unsigned(blocks), threads, 0, stream>>>(dst, count, seed, dist, scale); break;
+    default: return Status(StatusCode::kInvalidArgument, "fill_random: dtype must be bf16, fp16 or fp32");
+  }
+  return cuda_result(int(cudaGetLastError()), "fill_random kernel");
+}
+
+// ---- statistics and tables --------------------------------------------------------------------
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return 0.0;
+  double s = 0.0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / double(v.size()));
+}
+
+std::string strprintf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char buf[512];
+  const int n = std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (n < int(sizeof(buf))) return std::string(buf, n < 0 ? 0 : size_t(n));
+  std::string s(size_t(n) + 1, '\0');
+  va_start(ap, fmt);
+  std::vsnprintf(s.data(), s.size(), fmt, ap);
+  va_end(ap);
+  s.resize(size_t(n));
+  return s;
+}
+
+std::string Table::text() const {
+  std::vector<size_t> w(headers_.size(), 0);
+  for (size_t c = 0; c < headers_.size(); ++c) w[c] = headers_[c].size();
+  for (const auto& r : rows_)
+    for (size_t c = 0; c < r.size() && c < w.size(); ++c) w[c] = std::max(w[c], r[c].size());
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (size_t c = 0; c < w.size(); ++c) {
+      const std::string v = c < cells.size() ? cells[c] : "";
+      s += (c ? "  " : "") + std::string(w[c] - v.size(), ' ') + v;
+    }
+    return s + "\n";
+  };
+  std::string out = line(headers_);
+  for (const auto& r : rows_) out += line(r);
+  return out;
+}
+
+std::string Table::csv() const {
+  auto cell = [](const std::string& v) {
+    if (v.find_first_of(",\"\n") == std::string::npos) return v;
+    std::string q = "\"";
+    for (char ch : v) q += (ch == '"') ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (size_t c = 0; c < cells.size(); ++c) s += (c ? "," : "") + cell(cells[c]);
+    return s + "\n";
+  };
+  std::string out = line(headers_);
+  for (const auto& r : rows_) out += line(r);
+  return out;
+}
+
+std::string Table::markdown() const {
+  auto line = [](const std::vector<std::string>& cells, size_t n) {
+    std::string s = "|";
+    for (size_t c = 0; c < n; ++c) s += " " + (c < cells.size() ? cells[c] : std::string()) + " |";
+    return s + "\n";
+  };
+  std::string out = line(headers_, headers_.size());
+  std::string sep = "|";
+  for (size_t c = 0; c < headers_.size(); ++c) sep += "---|";
+  out += sep + "\n";
+  for (const auto& r : rows_) out += line(r, headers_.size());
+  return out;
+}
+
+static Status write_file(const std::string& path, const std::string& content) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) return Status(StatusCode::kInvalidArgument, "cannot open " + path + " for writing");
+  f << content;
+  if (!f) return Status(StatusCode::kInvalidArgument, "cannot write " + path);
+  return Status::ok();
+}
+
+Status Table::write_csv(const std::string& path) const { return write_file(path, csv()); }
+Status Table::write_markdown(const std::string& path, const std::string& preamble) const {
+  return write_file(path, preamble + (preamble.empty() ? "" : "\n") + markdown());
+}
+
+}  // namespace fp4kit::bench

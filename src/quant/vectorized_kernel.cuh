@@ -1,0 +1,181 @@
+// The vectorized quantization kernel (all problem sizes; the dispatcher picks it below the TMA
+// threshold and whenever the TMA kernel's requirements are not met).
+//
+// Thread mapping: work is a flat list of "items" (16 consecutive elements of a row, see
+// item_quantize.cuh), item f = row * (cols/16) + g, taken in *pairs* (2q, 2q+1). Thread t of the
+// grid takes pairs t, t + T, t + 2T, ... (T = threads in the grid): a persistent, grid-stride loop
+// that walks rows and columns together, so small-K problems pack many rows into one CTA and large-K
+// rows are spread over CTAs. The two items of a pair are adjacent in the input row (or end one row
+// and start the next) and adjacent in the outputs:
+//   * input: 64 (BF16/FP16) or 128 (FP32) contiguous bytes per thread in 16-byte loads, all issued
+//     before any is converted; lanes take consecutive pairs;
+//   * codes: one 16-byte store per pair (FP4; 8 * f is 16-byte aligned for even f), two for MXFP8;
+//   * NVFP4 scales: one 16-bit store (or two byte stores at a row end / atom edge);
+//   * an MX block is exactly one pair: no shuffles, one scale computation per thread;
+//   * row, column, addresses and scale offsets are computed once per pair; (row, g) advance
+//     incrementally by (2T / G, 2T % G), no division in the loop.
+// A per-tensor global scale is loop-invariant: the loop is instantiated twice (per-tensor /
+// per-row) so the compiler hoists the global-scale part of the block recipe out of the loop.
+//
+// After the main loop the grid zeroes the scale padding (swizzled layouts), then signals PDL
+// dependents.
+#pragma once
+
+#include "quant/item_quantize.cuh"
+#include "quant/quant_common.cuh"
+
+namespace fp4kit::quant {
+
+inline constexpr int kVecThreads = 256;
+
+struct VecKernelParams {
+  const uint8_t* input;
+  int64_t input_row_bytes;  // row stride in bytes
+  int64_t rows;
+  int64_t items_per_row;  // G = cols / 16
+  int64_t step_rows;      // (2 * gridDim.x * blockDim.x) / G
+  int64_t step_items;     // (2 * gridDim.x * blockDim.x) % G
+  ItemOutputs out;
+};
+
+// One pair: items A = (ra, ga) and B = (rb, gb); B is valid when rb < rows.
+struct PairPos {
+  int64_t ra, ga, rb, gb;
+};
+
+template <DType kIn, BlockFormat kFormat, QuantNumerics kMode, bool kVec, bool kPerRow>
+__device__ __forceinline__ void quantize_pair(const VecKernelParams& p, const PairPos& q, const uint32_t* wa,
+                                              const uint32_t* wb, float gs0) {
+  using T = InputType<kIn>;
+  const ItemOutputs& o = p.out;
+  const bool valid_b = q.rb < p.rows;
+  float xa[16], xb[16];
+  {
+    uint32_t a[T::kWords], b[T::kWords];
+#pragma unroll
+    for (int i = 0; i < T::kWords; ++i) {
+      a[i] = wa[i];
+      b[i] = wb[i];
+    }
+    item_to_float<kIn>(a, xa);
+    item_to_float<kIn>(b, xb);
+  }
+  // Flat item index of A (even): element offsets of both outputs are linear in it.
+  const int64_t f = q.ra * p.items_per_row + q.ga;
+
+  if constexpr (kFormat == BlockFormat::kNVFP4) {
+    float sa = gs0, sb = gs0;
+    if constexpr (kPerRow) {
+      sa = __ldg(o.global_scale + q.ra);
+      sb = valid_b ? __ldg(o.global_scale + q.rb) : 1.0f;
+    }
+    uint32_t a0, a1, b0, b1;
+    const uint32_t sfa = nvfp4_block<kMode>(xa, item_amax_nan(xa), sa, a0, a1);
+    const uint32_t sfb = nvfp4_block<kMode>(xb, item_amax_nan(xb), sb, b0, b1);
+    uint8_t* codes = o.elements + f * 8;
+    if (kVec && valid_b) {
+      st_stream_v4(codes, a0, a1, b0, b1);
+    } else {
+      store_codes8(codes, a0, a1, kVec);
+      if (valid_b) store_codes8(codes + 8, b0, b1, kVec);
+    }
+    const int64_t off_a = sf_offset(o.sg.layout, q.ra, q.ga, o.sg.padded_cols);
+    const bool next = o.sg.layout == ScaleLayout::kLinear || (q.rb == q.ra && (q.ga & 3) != 3);
+    const int64_t off_b = next ? off_a + 1 : sf_offset(o.sg.layout, q.rb, q.gb, o.sg.padded_cols);
+    if (valid_b && next && (off_a & 1) == 0) {
+      asm volatile("st.global.u16 [%0], %1;" ::"l"(o.scales + off_a), "h"(uint16_t(sfa | (sfb << 8))) : "memory");
+    } else {
+      st_u8(o.scales + off_a, sfa);
+      if (valid_b) st_u8(o.scales + off_b, sfb);
+    }
+  } else {
+    // G is even for MX: the pair is one block, always in one row and always complete.
+    const float na = item_amax_nan(xa), nb = item_amax_nan(xb);
+    const float amax_nan = fmax_nan(na, nb);
+    float amax = amax_nan;
+    if (__builtin_expect(amax_nan != amax_nan, 0)) amax = fmaxf(item_amax_ignore_nan(xa), item_amax_ignore_nan(xb));
+    const MxScale m = mx_scale<kFormat, kMode>(amax, amax_nan);
+    uint32_t a[4], b[4];
+    mx_encode_half<kFormat, kMode>(xa, m, a);
+    mx_encode_half<kFormat, kMode>(xb, m, b);
+    if constexpr (kFormat == BlockFormat::kMXFP4) {
+      uint8_t* codes = o.elements + f * 8;
+      if (kVec) {
+        st_stream_v4(codes, a[0], a[1], b[0], b[1]);
+      } else {
+        store_codes8(codes, a[0], a[1], false);
+        store_codes8(codes + 8, b[0], b[1], false);
+      }
+    } else {
+      uint8_t* el = o.elements + f * 16;
+      if (kVec) {
+        st_stream_v4(el, a[0], a[1], a[2], a[3]);
+        st_stream_v4(el + 16, b[0], b[1], b[2], b[3]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          st_u8(el + i, (a[i / 4] >> (8 * (i % 4))) & 0xffu);
+          st_u8(el + 16 + i, (b[i / 4] >> (8 * (i % 4))) & 0xffu);
+        }
+      }
+    }
+    st_u8(o.scales + sf_offset(o.sg.layout, q.ra, q.ga >> 1, o.sg.padded_cols), m.bs.sf);
+  }
+}
+
+template <DType kIn, BlockFormat kFormat, QuantNumerics kMode, bool kVec, bool kPerRow>
+__device__ __forceinline__ void vectorized_loop(const VecKernelParams& p, int64_t row, int64_t g) {
+  using T = InputType<kIn>;
+  const int64_t G = p.items_per_row;
+  const float gs0 = (kFormat == BlockFormat::kNVFP4 && !kPerRow) ? __ldg(p.out.global_scale) : 1.0f;
+  // One pair per iteration: 64 (16-bit) / 128 (FP32) bytes of loads in flight per thread, ~64 KB
+  // per SM at the kernel's occupancy. The body runs unconditionally (A is valid whenever the loop
+  // runs), which lets the compiler hoist the per-tensor part of the block recipe.
+  while (row < p.rows) {
+    PairPos q;
+    q.ra = row;
+    q.ga = g;
+    const bool same_row = g + 1 < G;
+    q.rb = same_row ? row : row + 1;
+    q.gb = same_row ? g + 1 : 0;
+    g += p.step_items;
+    row += p.step_rows;
+    if (g >= G) {
+      g -= G;
+      ++row;
+    }
+    uint32_t wa[T::kWords], wb[T::kWords];
+    const uint8_t* pa = p.input + q.ra * p.input_row_bytes + q.ga * T::kItemBytes;
+    const uint8_t* pb = same_row ? pa + T::kItemBytes : p.input + q.rb * p.input_row_bytes;
+    load_item<kIn, kVec>(pa, wa);
+    if (q.rb < p.rows) {
+      load_item<kIn, kVec>(pb, wb);
+    } else {
+#pragma unroll
+      for (int i = 0; i < T::kWords; ++i) wb[i] = 0;
+    }
+    quantize_pair<kIn, kFormat, kMode, kVec, kPerRow>(p, q, wa, wb, gs0);
+  }
+}
+
+template <DType kIn, BlockFormat kFormat, QuantNumerics kMode, bool kVec>
+__global__ void __launch_bounds__(kVecThreads) quantize_vectorized_kernel(const VecKernelParams p) {
+  pdl_wait();
+  const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t first = 2 * tid;  // flat index of the first item of this thread's first pair
+  const int64_t row = first / p.items_per_row;
+  const int64_t g = first - row * p.items_per_row;
+  if constexpr (kFormat == BlockFormat::kNVFP4) {
+    if (p.out.per_row_global_scale) {
+      vectorized_loop<kIn, kFormat, kMode, kVec, true>(p, row, g);
+    } else {
+      vectorized_loop<kIn, kFormat, kMode, kVec, false>(p, row, g);
+    }
+  } else {
+    vectorized_loop<kIn, kFormat, kMode, kVec, false>(p, row, g);
+  }
+  zero_scale_padding(p.out.sg, p.out.scales, tid, int64_t(gridDim.x) * blockDim.x);
+  pdl_launch_dependents();
+}
+
+}  // namespace fp4kit::quant
