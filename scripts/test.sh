@@ -25,6 +25,6 @@ set +e
 (cd "$build" && ctest --output-on-failure -j "$jobs") 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
-summary=$(grep -E '^[0-9]+% tests passed' "$log" | tail -n 1 || true)
+summary=$(grep -a -E '^[0-9]+% tests passed' "$log" | tail -n 1 || true)
 echo "test.sh: ${summary:-ctest printed no summary} (ctest exit code $rc, $((SECONDS - start)) s)"
 exit "$rc"

@@ -24,6 +24,9 @@ struct Command {
 Command add_info_command(CLI::App& app);
 Command add_demo_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_quantize_command(CLI::App& app);
+Command add_inspect_command(CLI::App& app);
+Command add_tune_command(CLI::App& app);
 
 // Throws CliError("<status>") for a non-OK status of an fp4kit call.
 inline void check(const Status& s) {

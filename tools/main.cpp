@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
   std::vector<Command> commands;
   try {
     using AddCommand = Command (*)(CLI::App&);
-    static constexpr AddCommand kCommands[] = {add_info_command, add_demo_command, add_bench_command};
+    static constexpr AddCommand kCommands[] = {add_info_command, add_demo_command, add_bench_command,
+                                               add_tune_command, add_quantize_command, add_inspect_command};
     for (AddCommand add : kCommands) commands.push_back(add(app));
   } catch (const std::exception& e) {
     print_error(std::string("internal: ") + e.what());

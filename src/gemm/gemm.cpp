@@ -5,6 +5,7 @@
 #include "common/validate.h"
 #include "fp4kit/device.h"
 #include "fp4kit/layout.h"
+#include "fp4kit/tune.h"
 #include "gemm/families.h"
 #include "gemm/tactics.h"
 
@@ -45,6 +46,9 @@ Status validate(const GemmParams& p, const char* fn) {
 
 const gemm_impl::Tactic* choose(const GemmParams& p) {
   if (p.tactic >= 0) return gemm_impl::find_tactic(p.tactic);
+  // Tuned tactic (fp4kit/tune.h: in-memory map, loaded once) if it can run this problem.
+  if (const gemm_impl::Tactic* t = gemm_impl::find_tactic(tuned_gemm_tactic(p)); t && gemm_impl::can_implement(*t, p))
+    return t;
   const int sms = device_info().available ? device_info().sm_count : 132;
   return gemm_impl::find_tactic(gemm_impl::heuristic_tactic(p, sms));
 }

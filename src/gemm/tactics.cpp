@@ -85,9 +85,9 @@ static int wgmma_heuristic(const GemmParams& p, int sm_count) {
 
 int heuristic_tactic(const GemmParams& p, int sm_count) {
   // H100 measurements (docs/PERF.md): the decode family wins up to 16 tokens; above that the
-  // wgmma family's 128x64 tile already beats the decode family's 32-token tiles. W4A4 has only
-  // the decode family.
-  if (p.m > 16 && p.a_dtype != DType::kE2M1x2) {
+  // wgmma family's 128x64 tile already beats the decode family's 32-token tiles. (W4A4 decodes A
+  // into the workspace first in both families, so it follows the same rule.)
+  if (p.m > 16) {
     const int id = wgmma_heuristic(p, sm_count);
     if (id >= 0) return id;
   }

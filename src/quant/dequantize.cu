@@ -7,9 +7,7 @@
 // then one RNE rounding to the output type (hardware cvt.rn: equal to format::float_to_bf16 /
 // float_to_fp16 for non-NaN inputs, proven by tests/quant/conversion_test.cu).
 //
-// Thread mapping as in the quantization kernels: a flat list of 16-element items (row, g), grid-
-// stride, two items per thread in flight; 8-byte (FP4) or 16-byte (FP8) loads of the elements, one
-// scale byte per item, 16-byte stores of the output when the output base and row stride allow.
+// Thread mapping: see dequantize_kernel (16-byte output units, one per lane, coalesced).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -32,7 +30,6 @@ namespace quant {
 namespace {
 
 constexpr int kDqThreads = 256;
-constexpr int kDqUnroll = 2;
 
 struct DequantKernelParams {
   const uint8_t* elements;
@@ -40,19 +37,44 @@ struct DequantKernelParams {
   const uint8_t* scales;
   ScaleLayout layout;
   int64_t padded_cols;
-  int64_t rows, items_per_row, step_rows, step_items;
+  int64_t rows, items_per_row;
   const float* dgs;  // NVFP4 decode global scale or null
   bool per_row;
   uint8_t* output;
   int64_t output_row_bytes;
 };
 
-// E2M1 code (4 bits) -> float, exact.
-__device__ __forceinline__ float e2m1_value(uint32_t c) {
-  const uint32_t m = c & 7u;
-  const uint32_t mag = m >= 2u ? (m + 252u) << 22 : (m == 1u ? 0x3f000000u : 0u);  // 1.0 = 254 << 22
-  return __uint_as_float(mag | ((c & 8u) << 28));
+// Eight E2M1 codes (element i in bits 4i..4i+3) -> four BF16x2 words holding the exact signed
+// values (element 2j in the low half of word j). Magnitudes by table lookup: the BF16 bit patterns
+// of {0, 0.5, 1, 1.5, 2, 3, 4, 6} are 0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080,
+// 0x40C0; one PRMT looks up the low (high) bytes of four codes at once. Signs: code bit 3 -> BF16
+// bit 15 with one PRMT + LOP3 per word.
+__device__ __forceinline__ void e2m1x8_to_bf16x2(uint32_t w, uint32_t (&out)[4]) {
+  const uint32_t mag = w & 0x77777777u;  // selector nibbles 0..7 (bit 3 would mean sign-replicate)
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const uint32_t sel = mag >> (16 * h);
+    const uint32_t lo = __byte_perm(0xC0800000u, 0xC0804000u, sel);  // low bytes of codes 0..7
+    const uint32_t hi = __byte_perm(0x3F3F3F00u, 0x40404040u, sel);  // high bytes
+    out[2 * h] = __byte_perm(lo, hi, 0x5140);                        // {lo0, hi0, lo1, hi1}
+    out[2 * h + 1] = __byte_perm(lo, hi, 0x7362);                    // {lo2, hi2, lo3, hi3}
+  }
+  // Word j takes the signs of codes 2j (bit 8j+3 of w) and 2j+1 (bit 8j+7): byte j of w << 4 has
+  // the first at its bit 7, byte j of w the second.
+  const uint32_t w4 = w << 4;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t t = __byte_perm(w, w4, 0x0400 | (j << 12) | ((4 + j) << 4));  // byte1 = w4.b[j], byte3 = w.b[j]
+    out[j] |= t & 0x80008000u;
+  }
 }
+
+__device__ __forceinline__ uint32_t bf16x2_bits(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+__device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
 template <DType kOut>
 __device__ __forceinline__ uint32_t pack2(float a, float b) {
@@ -65,134 +87,150 @@ __device__ __forceinline__ uint32_t pack2(float a, float b) {
   }
 }
 
-// Writes 16 output values at p.
-template <DType kOut, bool kVec>
-__device__ __forceinline__ void store16(uint8_t* p, const float (&v)[16]) {
-  if constexpr (kOut == DType::kFP32) {
-    uint32_t w[16];
+// Thread mapping: the output is cut into *units* of 16 bytes (8 BF16/FP16 or 4 FP32 values, a
+// half or a quarter of a 16-element item); lane l of a warp takes unit u0 + l, so every 16-byte
+// store instruction of a warp writes 512 contiguous bytes (whole sectors), and the element loads
+// (2, 4 or 8 bytes per unit) are contiguous across the warp too. Each thread takes kDqUnits units
+// per iteration of a persistent grid-stride loop and issues all their loads (elements + scale
+// byte) before decoding any. (row, unit-in-row) advance incrementally; no division in the loop.
+constexpr int kDqUnits = 4;
+
+template <DType kOut>
+constexpr int unit_elems() {
+  return kOut == DType::kFP32 ? 4 : 8;
+}
+template <BlockFormat kFormat, DType kOut>
+constexpr int unit_element_bytes() {
+  return kFormat == BlockFormat::kMXFP8 ? unit_elems<kOut>() : unit_elems<kOut>() / 2;
+}
+
+template <int kBytes, bool kVec>
+__device__ __forceinline__ uint2 load_unit(const uint8_t* p) {
+  uint2 v = {0u, 0u};
+  if constexpr (kVec && kBytes == 8) {
+    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  } else if constexpr (kVec && kBytes == 4) {
+    asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v.x) : "l"(p));
+  } else if constexpr (kVec && kBytes == 2) {
+    uint16_t h;
+    asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(h) : "l"(p));
+    v.x = h;
+  } else {
 #pragma unroll
-    for (int i = 0; i < 16; ++i) w[i] = __float_as_uint(v[i]);
-    if constexpr (kVec) {
+    for (int i = 0; i < kBytes; ++i) (i < 4 ? v.x : v.y) |= uint32_t(__ldg(p + i)) << (8 * (i % 4));
+  }
+  return v;
+}
+
+// Decodes one unit (its element bytes in e, the item's scale byte sf) into 16 output bytes.
+template <BlockFormat kFormat, DType kOut>
+__device__ __forceinline__ uint4 dq_unit(const DequantKernelParams& p, uint2 e, uint32_t sf, int64_t row, float dgs0) {
+  constexpr int kN = unit_elems<kOut>();
+  float v[kN];
+  if constexpr (kFormat == BlockFormat::kMXFP8) {
+    const float s = sf == 0xffu ? __uint_as_float(0x7fffffffu) : format::ue8m0_to_float(uint8_t(sf));
 #pragma unroll
-      for (int q = 0; q < 4; ++q) st_stream_v4(p + 16 * q, w[4 * q], w[4 * q + 1], w[4 * q + 2], w[4 * q + 3]);
-    } else {
-#pragma unroll
-      for (int i = 0; i < 16; ++i) *reinterpret_cast<uint32_t*>(p + 4 * i) = w[i];
+    for (int i = 0; i < kN / 2; ++i) {
+      // E4M3 pair -> FP16 pair (exact, NaN -> NaN) -> FP32.
+      uint32_t h2;
+      const uint32_t word = i < 2 ? e.x : e.y;
+      asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(uint16_t(word >> (16 * (i % 2)))));
+      const __half2 hv = *reinterpret_cast<const __half2*>(&h2);
+      v[2 * i] = __fmul_rn(__low2float(hv), s);
+      v[2 * i + 1] = __fmul_rn(__high2float(hv), s);
     }
   } else {
-    uint32_t w[8];
+    uint32_t b[4];  // signed E2M1 values as BF16x2, exact (kN / 2 words used)
+    e2m1x8_to_bf16x2(e.x, b);
+    if constexpr (kFormat == BlockFormat::kNVFP4) {
+      // e2m1 * e4m3 has at most 6 significant bits and lies in [2^-10, 2688]: exact in BF16, so
+      // the BF16x2 product is the reference's exact FP32 product.
+      const float s = format::e4m3_to_float(uint8_t(sf));
+      const uint32_t s2 = bf16x2_bits(s, s);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) w[i] = pack2<kOut>(v[2 * i], v[2 * i + 1]);
-    if constexpr (kVec) {
-      st_stream_v4(p, w[0], w[1], w[2], w[3]);
-      st_stream_v4(p + 16, w[4], w[5], w[6], w[7]);
-    } else {
+      for (int i = 0; i < kN / 2; ++i) {
+        const __nv_bfloat162 prod = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&b[i]),
+                                            *reinterpret_cast<const __nv_bfloat162*>(&s2));
+        b[i] = *reinterpret_cast<const uint32_t*>(&prod);
+      }
+      if constexpr (kOut == DType::kBF16) {
+        if (p.dgs == nullptr) return make_uint4(b[0], b[1], b[2], b[3]);  // already the output
+      }
+      const bool has_dgs = p.dgs != nullptr;
+      const float d = p.per_row ? __ldg(p.dgs + row) : dgs0;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        *reinterpret_cast<uint16_t*>(p + 4 * i) = uint16_t(w[i] & 0xffffu);
-        *reinterpret_cast<uint16_t*>(p + 4 * i + 2) = uint16_t(w[i] >> 16);
+      for (int i = 0; i < kN / 2; ++i) {
+        const float lo = bf16_lo(b[i]), hi = bf16_hi(b[i]);
+        v[2 * i] = has_dgs ? __fmul_rn(lo, d) : lo;
+        v[2 * i + 1] = has_dgs ? __fmul_rn(hi, d) : hi;
+      }
+    } else {  // MXFP4: times 2^(sf-127), exact unless it leaves FP32's range
+      const float s = sf == 0xffu ? __uint_as_float(0x7fffffffu) : format::ue8m0_to_float(uint8_t(sf));
+#pragma unroll
+      for (int i = 0; i < kN / 2; ++i) {
+        v[2 * i] = __fmul_rn(bf16_lo(b[i]), s);
+        v[2 * i + 1] = __fmul_rn(bf16_hi(b[i]), s);
       }
     }
   }
-}
-
-template <BlockFormat kFormat>
-constexpr int item_element_bytes() {
-  return kFormat == BlockFormat::kMXFP8 ? 16 : 8;
-}
-
-template <BlockFormat kFormat, bool kVec>
-__device__ __forceinline__ void load_elements(const uint8_t* p, uint32_t (&w)[4]) {
-  if constexpr (kFormat == BlockFormat::kMXFP8) {
-    if constexpr (kVec) {
-      const uint4 q = ld_stream_v4(p);
-      w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
-    } else {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        w[i] = 0;
-#pragma unroll
-        for (int b = 0; b < 4; ++b) w[i] |= uint32_t(p[4 * i + b]) << (8 * b);
-      }
-    }
+  if constexpr (kOut == DType::kFP32) {
+    return make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]), __float_as_uint(v[3]));
   } else {
-    if constexpr (kVec) {
-      uint32_t a, b;
-      asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(a), "=r"(b) : "l"(p));
-      w[0] = a, w[1] = b;
-    } else {
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        w[i] = 0;
-#pragma unroll
-        for (int b = 0; b < 4; ++b) w[i] |= uint32_t(p[4 * i + b]) << (8 * b);
-      }
-    }
-    w[2] = w[3] = 0;
+    return make_uint4(pack2<kOut>(v[0], v[1]), pack2<kOut>(v[2], v[3]), pack2<kOut>(v[4], v[5]), pack2<kOut>(v[6], v[7]));
   }
 }
 
 template <BlockFormat kFormat, DType kOut, bool kVec>
 __global__ void __launch_bounds__(kDqThreads) dequantize_kernel(const DequantKernelParams p) {
   pdl_wait();
-  constexpr int kOutBytes = kOut == DType::kFP32 ? 4 : 2;
-  const int64_t G = p.items_per_row;
+  constexpr int kUpi = 16 / unit_elems<kOut>();              // units per item: 2 or 4
+  constexpr int kLog2Upi = kUpi == 2 ? 1 : 2;
+  constexpr int kEB = unit_element_bytes<kFormat, kOut>();  // element bytes per unit
+  const int64_t UR = p.items_per_row * kUpi;                 // units per row
   const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  int64_t row = tid / G, g = tid - (tid / G) * G;
+  const int64_t T = int64_t(gridDim.x) * blockDim.x;
+  int64_t row = tid / UR, c = tid - (tid / UR) * UR;
+  const int64_t step_rows = T / UR, step_c = T - (T / UR) * UR;
   const float dgs0 = (kFormat == BlockFormat::kNVFP4 && p.dgs != nullptr) ? __ldg(p.dgs) : 1.0f;
   while (row < p.rows) {
-    int64_t r[kDqUnroll], c[kDqUnroll];
-    uint32_t w[kDqUnroll][4];
-    uint32_t sf[kDqUnroll];
+    int64_t r[kDqUnits], cc[kDqUnits];
+    uint2 e[kDqUnits];
+    uint32_t sf[kDqUnits];
 #pragma unroll
-    for (int j = 0; j < kDqUnroll; ++j) {
+    for (int j = 0; j < kDqUnits; ++j) {
       r[j] = row;
-      c[j] = g;
-      g += p.step_items;
-      row += p.step_rows;
-      if (g >= G) {
-        g -= G;
+      cc[j] = c;
+      c += step_c;
+      row += step_rows;
+      if (c >= UR) {
+        c -= UR;
         ++row;
       }
     }
 #pragma unroll
-    for (int j = 0; j < kDqUnroll; ++j) {
+    for (int j = 0; j < kDqUnits; ++j) {
+      e[j] = make_uint2(0u, 0u);
+      sf[j] = 0;
       if (r[j] < p.rows) {
-        load_elements<kFormat, kVec>(p.elements + r[j] * p.element_row_bytes + c[j] * item_element_bytes<kFormat>(),
-                                     w[j]);
-        const int64_t k = kFormat == BlockFormat::kNVFP4 ? c[j] : (c[j] >> 1);
-        sf[j] = __ldg(p.scales + sf_offset(p.layout, r[j], k, p.padded_cols));
+        e[j] = load_unit<kEB, kVec>(p.elements + (r[j] * UR + cc[j]) * kEB);
+        const int64_t g = cc[j] >> kLog2Upi;
+        sf[j] = __ldg(p.scales +
+                      sf_offset(p.layout, r[j], kFormat == BlockFormat::kNVFP4 ? g : (g >> 1), p.padded_cols));
       }
     }
-    [&]<int... J>(std::integer_sequence<int, J...>) {
-      ([&] {
-        if (r[J] >= p.rows) return;
-        float v[16];
-        if constexpr (kFormat == BlockFormat::kNVFP4) {
-          const float s = format::e4m3_to_float(uint8_t(sf[J]));
-          const bool has_dgs = p.dgs != nullptr;
-          const float d = p.per_row ? __ldg(p.dgs + r[J]) : dgs0;
 #pragma unroll
-          for (int i = 0; i < 16; ++i) {
-            const float x = __fmul_rn(e2m1_value(w[J][i / 8] >> (4 * (i % 8))), s);  // exact
-            v[i] = has_dgs ? __fmul_rn(x, d) : x;
-          }
-        } else {
-          const float s = sf[J] == 0xffu ? __uint_as_float(0x7fffffffu) : format::ue8m0_to_float(uint8_t(sf[J]));
+    for (int j = 0; j < kDqUnits; ++j) {
+      if (r[j] >= p.rows) break;
+      const uint4 out = dq_unit<kFormat, kOut>(p, e[j], sf[j], r[j], dgs0);
+      uint8_t* o = p.output + r[j] * p.output_row_bytes + cc[j] * 16;
+      if constexpr (kVec) {
+        st_stream_v4(o, out.x, out.y, out.z, out.w);
+      } else {
+        const uint32_t wv[4] = {out.x, out.y, out.z, out.w};
 #pragma unroll
-          for (int i = 0; i < 16; ++i) {
-            float x;
-            if constexpr (kFormat == BlockFormat::kMXFP4) {
-              x = e2m1_value(w[J][i / 8] >> (4 * (i % 8)));
-            } else {
-              x = format::e4m3_to_float(uint8_t(w[J][i / 4] >> (8 * (i % 4))));
-            }
-            v[i] = __fmul_rn(x, s);
-          }
-        }
-        store16<kOut, kVec>(p.output + r[J] * p.output_row_bytes + c[J] * 16 * kOutBytes, v);
-      }(), ...);
-    }(std::make_integer_sequence<int, kDqUnroll>{});
+        for (int i = 0; i < 8; ++i) *reinterpret_cast<uint16_t*>(o + 2 * i) = uint16_t(wv[i / 2] >> (16 * (i % 2)));
+      }
+    }
   }
   pdl_launch_dependents();
 }
@@ -203,12 +241,9 @@ Status launch_dequantize(const DequantKernelParams& base, int64_t cols, bool vec
   DequantKernelParams p = base;
   const int per_sm = blocks_per_sm(reinterpret_cast<const void*>(kernel), kDqThreads, 0);
   p.items_per_row = cols / 16;
-  const int64_t items = p.rows * p.items_per_row;
-  const int64_t grid =
-      std::max<int64_t>(1, std::min<int64_t>((items + kDqThreads - 1) / kDqThreads, int64_t(sm_count()) * per_sm));
-  const int64_t threads = grid * kDqThreads;
-  p.step_rows = threads / p.items_per_row;
-  p.step_items = threads % p.items_per_row;
+  const int64_t units = p.rows * p.items_per_row * (16 / unit_elems<kOut>());
+  const int64_t want = (units + int64_t(kDqThreads) * kDqUnits - 1) / (int64_t(kDqThreads) * kDqUnits);
+  const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(want, int64_t(sm_count()) * per_sm));
   return detail::cuda_status(launch_kernel(kernel, dim3(unsigned(grid)), dim3(kDqThreads), 0, stream, false, p),
                              "dequantize: kernel launch");
 }
@@ -268,8 +303,9 @@ Status dequantize(const DequantizeParams& p, cudaStream_t stream) {
   k.per_row = p.per_row_global_scale;
   k.output = static_cast<uint8_t*>(p.output);
   k.output_row_bytes = stride * out_size;
-  const bool vec = aligned_to(p.output, 16) && k.output_row_bytes % 16 == 0 &&
-                   aligned_to(p.elements, p.format == BlockFormat::kMXFP8 ? 16 : 8);
+  // Vector path: 16-byte output base and row stride, element base aligned to the unit's element
+  // bytes (8 is enough for all).
+  const bool vec = aligned_to(p.output, 16) && k.output_row_bytes % 16 == 0 && aligned_to(p.elements, 8);
   switch (p.format) {
     case BlockFormat::kNVFP4: return launch_dequantize_fmt<BlockFormat::kNVFP4>(k, p.output_dtype, p.cols, vec, stream);
     case BlockFormat::kMXFP4: return launch_dequantize_fmt<BlockFormat::kMXFP4>(k, p.output_dtype, p.cols, vec, stream);

@@ -13,6 +13,8 @@
 // reference path: format::*_encode_element, exactly what the CPU reference runs.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
 #include <cfloat>
@@ -21,6 +23,7 @@
 #include "fp4kit/types.h"
 #include "format/block_recipes.h"
 #include "quant/e2m1_fast.h"
+#include "quant/nvfp4_scale_dev.cuh"
 #include "quant/quant_common.cuh"
 
 namespace fp4kit::quant {
@@ -47,6 +50,25 @@ __device__ __forceinline__ float item_amax_nan(const float (&x)[16]) {
 #pragma unroll
   for (int i = 0; i < 16; ++i) m = fmax_nan(m, fabsf(x[i]));
   return m;
+}
+
+// The same from the raw words of an item: for BF16/FP16 with packed abs + max.NaN (VHMNMX takes
+// two words per instruction); the maximum of 16-bit values converts to FP32 exactly.
+template <DType kIn>
+__device__ __forceinline__ float item_amax_nan_raw(const uint32_t (&w)[InputType<kIn>::kWords], const float (&x)[16]) {
+  if constexpr (kIn == DType::kFP32) {
+    return item_amax_nan(x);
+  } else if constexpr (kIn == DType::kBF16) {
+    __nv_bfloat162 m = __habs2(*reinterpret_cast<const __nv_bfloat162*>(&w[0]));
+#pragma unroll
+    for (int i = 1; i < 8; ++i) m = __hmax2_nan(m, __habs2(*reinterpret_cast<const __nv_bfloat162*>(&w[i])));
+    return fmax_nan(__low2float(m), __high2float(m));
+  } else {
+    __half2 m = __habs2(*reinterpret_cast<const __half2*>(&w[0]));
+#pragma unroll
+    for (int i = 1; i < 8; ++i) m = __hmax2_nan(m, __habs2(*reinterpret_cast<const __half2*>(&w[i])));
+    return fmax_nan(__low2float(m), __high2float(m));
+  }
 }
 
 // max |x_i| with NaNs ignored, from +0: the reference's block_amax.
@@ -109,10 +131,10 @@ __device__ __forceinline__ void store_codes8(uint8_t* p, uint32_t w0, uint32_t w
 
 // ---- NVFP4: one block of 16 -> scale byte + two code words ------------------------------------------
 template <QuantNumerics kMode>
-__device__ __forceinline__ uint32_t nvfp4_block(const float (&x)[16], float amax_nan, float S, uint32_t& w0,
-                                                uint32_t& w1) {
+__device__ __forceinline__ uint32_t nvfp4_block(const float (&x)[16], float amax_nan, const Nvfp4ScaleConst<kMode>& c,
+                                                uint32_t& w0, uint32_t& w1) {
   const float amax = __builtin_expect(amax_nan != amax_nan, 0) ? item_amax_ignore_nan(x) : amax_nan;
-  const format::BlockScale bs = format::nvfp4_block_scale(amax, S, kMode);
+  const format::BlockScale bs = nvfp4_block_scale_dev<kMode>(amax, c);
   if (kMode != QuantNumerics::kModelOpt && amax_nan == amax_nan &&
       factor_is_fast<kMode == QuantNumerics::kFast>(bs.factor, amax_nan)) {
     encode16_e2m1_fast<kMode == QuantNumerics::kFast>(x, bs.factor, w0, w1);
@@ -122,6 +144,21 @@ __device__ __forceinline__ uint32_t nvfp4_block(const float (&x)[16], float amax
     w1 = pack8_reference(x + 8, enc);
   }
   return bs.sf;
+}
+
+// The same when the caller already holds the block scale (and knows the block has no NaN or
+// has handled it): fast encoder when its precondition holds, else the reference encoder.
+template <QuantNumerics kMode>
+__device__ __forceinline__ void nvfp4_encode(const float (&x)[16], const format::BlockScale& bs, float amax_nan,
+                                             uint32_t& w0, uint32_t& w1) {
+  if (kMode != QuantNumerics::kModelOpt && amax_nan == amax_nan &&
+      factor_is_fast<kMode == QuantNumerics::kFast>(bs.factor, amax_nan)) {
+    encode16_e2m1_fast<kMode == QuantNumerics::kFast>(x, bs.factor, w0, w1);
+  } else {
+    auto enc = [&](float v) { return format::nvfp4_encode_element(v, bs, kMode); };
+    w0 = pack8_reference(x, enc);
+    w1 = pack8_reference(x + 8, enc);
+  }
 }
 
 // ---- MX: the scale of a 32-element block, then each half encoded with it ---------------------------
@@ -180,11 +217,12 @@ __device__ __forceinline__ void mx_encode_half(const float (&x)[16], const MxSca
 // ---- one item per thread (the TMA kernel) ----------------------------------------------------------
 template <QuantNumerics kMode, bool kVecOut>
 __device__ __forceinline__ void quantize_item_nvfp4(const float (&x)[16], float amax_nan, bool valid, int64_t row,
-                                                    int64_t g, float gs0, const ItemOutputs& o) {
-  float S = gs0;
-  if (o.per_row_global_scale && valid) S = __ldg(o.global_scale + row);
+                                                    int64_t g, const Nvfp4ScaleConst<kMode>& c0,
+                                                    const ItemOutputs& o) {
+  Nvfp4ScaleConst<kMode> c = c0;
+  if (o.per_row_global_scale) c = nvfp4_scale_const<kMode>(valid ? __ldg(o.global_scale + row) : 1.0f);
   uint32_t w0, w1;
-  const uint32_t sf = nvfp4_block<kMode>(x, amax_nan, S, w0, w1);
+  const uint32_t sf = nvfp4_block<kMode>(x, amax_nan, c, w0, w1);
   if (valid) {
     store_codes8(o.elements + row * o.element_row_bytes + g * 8, w0, w1, kVecOut);
     st_u8(o.scales + sf_offset(o.sg.layout, row, g, o.sg.padded_cols), sf);
@@ -222,9 +260,9 @@ __device__ __forceinline__ void quantize_item_mx(const float (&x)[16], float loc
 // stage only after this reduction has consumed every loaded word).
 template <BlockFormat kFormat, QuantNumerics kMode, bool kVecOut>
 __device__ __forceinline__ void quantize_item(const float (&x)[16], float amax_nan, bool valid, int64_t row,
-                                              int64_t g, float gs0, const ItemOutputs& o) {
+                                              int64_t g, const Nvfp4ScaleConst<kMode>& c0, const ItemOutputs& o) {
   if constexpr (kFormat == BlockFormat::kNVFP4) {
-    quantize_item_nvfp4<kMode, kVecOut>(x, amax_nan, valid, row, g, gs0, o);
+    quantize_item_nvfp4<kMode, kVecOut>(x, amax_nan, valid, row, g, c0, o);
   } else {
     quantize_item_mx<kFormat, kMode, kVecOut>(x, amax_nan, valid, row, g, o);
   }

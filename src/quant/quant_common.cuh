@@ -124,26 +124,43 @@ struct ScaleGeometry {
   int64_t rows, sf_cols, padded_rows, padded_cols;
 };
 
-// Zero the padding entries of a swizzled scale buffer (rows [0, rows) x cols [sf_cols,
-// padded_cols), and rows [rows, padded_rows) x all columns), grid-stride over `thread` / `nthreads`.
+// Zero the padding of a swizzled scale buffer, grid-stride over `thread` / `nthreads`:
+//  (a) rows [rows, padded_rows): every 4-column group of such a row is one aligned 4-byte word in
+//      both swizzled layouts (k % 4 is the innermost index), written with one 32-bit store;
+//  (b) columns [sf_cols, padded_cols) of rows [0, rows): at most 3 bytes per row, byte stores
+//      (the other bytes of those words are scale bytes written by the quantize threads).
+// (a) uses 32-bit index math whenever its count fits (always, short of rows of ~2^30 elements).
 __device__ __forceinline__ void zero_scale_padding(const ScaleGeometry& g, uint8_t* scales, int64_t thread,
                                                    int64_t nthreads) {
   if (g.layout == ScaleLayout::kLinear) return;
-  const int64_t col_pad = g.padded_cols - g.sf_cols;
-  const int64_t n_a = g.rows * col_pad;
-  const int64_t n_b = (g.padded_rows - g.rows) * g.padded_cols;
-  for (int64_t i = thread; i < n_a + n_b; i += nthreads) {
-    int64_t m, k;
-    if (i < n_a) {
-      m = i / col_pad;
-      k = g.sf_cols + (i - m * col_pad);
-    } else {
-      const int64_t j = i - n_a;
-      m = g.rows + j / g.padded_cols;
-      k = j % g.padded_cols;
+  const uint64_t col_groups = uint64_t(g.padded_cols / 4);
+  const uint64_t n_a = uint64_t(g.padded_rows - g.rows) * col_groups;
+  auto word = [&](uint64_t r, uint64_t kg) {
+    const uint64_t off = sf_offset_u(g.layout, uint64_t(g.rows) + r, kg * 4, uint64_t(g.padded_cols));
+    *reinterpret_cast<uint32_t*>(scales + off) = 0u;
+  };
+  if (n_a + uint64_t(nthreads) < (uint64_t(1) << 32)) {
+    const uint32_t cg = uint32_t(col_groups);
+    for (uint32_t i = uint32_t(thread); i < uint32_t(n_a); i += uint32_t(nthreads)) {
+      const uint32_t r = i / cg;
+      word(r, i - r * cg);
     }
-    scales[sf_offset(g.layout, m, k, g.padded_cols)] = 0;
+  } else {
+    for (uint64_t i = uint64_t(thread); i < n_a; i += uint64_t(nthreads)) word(i / col_groups, i % col_groups);
   }
+  const uint32_t col_pad = uint32_t(g.padded_cols - g.sf_cols);  // 0..3
+  if (col_pad == 0) return;
+  const uint64_t n_b = uint64_t(g.rows) * col_pad;
+  for (uint64_t i = uint64_t(thread); i < n_b; i += uint64_t(nthreads)) {
+    const uint64_t m = i / col_pad, k = uint64_t(g.sf_cols) + (i - m * col_pad);
+    scales[sf_offset_u(g.layout, m, k, uint64_t(g.padded_cols))] = 0;
+  }
+}
+
+// Number of padding stores zero_scale_padding issues (for sizing a grid).
+inline int64_t scale_padding_stores(const ScaleGeometry& g) {
+  if (g.layout == ScaleLayout::kLinear) return 0;
+  return (g.padded_rows - g.rows) * (g.padded_cols / 4) + g.rows * (g.padded_cols - g.sf_cols);
 }
 
 }  // namespace fp4kit::quant

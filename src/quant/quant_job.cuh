@@ -59,8 +59,11 @@ Status run_quantize_typed(const QuantJob& j, cudaStream_t stream) {
                          : quantize_vectorized_kernel<kIn, kFormat, kMode, false>;
     const int per_sm = blocks_per_sm(reinterpret_cast<const void*>(kernel), kVecThreads, 0);
     const int64_t pairs = (j.rows * G + 1) / 2;
-    const int64_t grid =
-        std::max<int64_t>(1, std::min<int64_t>((pairs + kVecThreads - 1) / kVecThreads, int64_t(sm_count()) * per_sm));
+    // Enough threads for the pairs, and for the scale padding of small-M problems (128x4 pads one
+    // row to 128: ~4 padding stores per thread at most).
+    const int64_t want = std::max((pairs + kVecThreads - 1) / kVecThreads,
+                                  (scale_padding_stores(j.out.sg) + 4 * kVecThreads - 1) / (4 * kVecThreads));
+    const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(want, int64_t(sm_count()) * per_sm));
     const int64_t step = 2 * grid * kVecThreads;  // items per grid-stride step
     VecKernelParams p;
     p.input = j.input;

@@ -123,7 +123,9 @@ __global__ void __launch_bounds__(kTmaThreads) quantize_tma_kernel(const __grid_
   } else {
     const int c = threadIdx.x;  // consumer thread 0..255
     const int tile_row = c / 16, tile_item = c % 16;
-    const float gs0 = (kFormat == BlockFormat::kNVFP4) ? __ldg(p.out.global_scale) : 1.0f;
+    // Per-tensor part of the NVFP4 recipe, once (per-row scales: per item, in quantize_item).
+    const Nvfp4ScaleConst<kMode> c0 = nvfp4_scale_const<kMode>(
+        (kFormat == BlockFormat::kNVFP4 && !p.out.per_row_global_scale) ? __ldg(p.out.global_scale) : 1.0f);
     int64_t i = 0;
     for (int64_t t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++i) {
       const int s = int(i % kTmaStages);
@@ -139,14 +141,14 @@ __global__ void __launch_bounds__(kTmaThreads) quantize_tma_kernel(const __grid_
       // of them and the warp vote reads the amax (it is never -1, but the compiler cannot know), so
       // the hardware has the shared-memory data of all 32 lanes before lane 0 arrives. (An arrive
       // issued right after the loads raced with the next TMA write into the stage on FP32 tiles.)
-      const float amax_nan = item_amax_nan(x);
+      const float amax_nan = item_amax_nan_raw<kIn>(w, x);
       const bool consumed = __any_sync(kFullMask, amax_nan != -1.0f);
       if (lane == 0 && consumed) mbar_arrive(&empty[s]);
 
       const int64_t tr = t / p.tile_cols, tc = t - tr * p.tile_cols;
       const int64_t row = tr * kTmaTileRows + tile_row;
       const int64_t g = tc * (kTmaTileCols / 16) + tile_item;
-      quantize_item<kFormat, kMode, true>(x, amax_nan, row < p.rows && g < p.items_per_row, row, g, gs0, p.out);
+      quantize_item<kFormat, kMode, true>(x, amax_nan, row < p.rows && g < p.items_per_row, row, g, c0, p.out);
     }
     zero_scale_padding(p.out.sg, p.out.scales, int64_t(blockIdx.x) * (32 * kTmaConsumerWarps) + c,
                        int64_t(gridDim.x) * (32 * kTmaConsumerWarps));

@@ -7,15 +7,16 @@
 // that walks rows and columns together, so small-K problems pack many rows into one CTA and large-K
 // rows are spread over CTAs. The two items of a pair are adjacent in the input row (or end one row
 // and start the next) and adjacent in the outputs:
-//   * input: 64 (BF16/FP16) or 128 (FP32) contiguous bytes per thread in 16-byte loads, all issued
-//     before any is converted; lanes take consecutive pairs;
+//   * input: 64 (BF16/FP16) or 128 (FP32) contiguous bytes per pair in 16-byte loads; the loads of
+//     the next pair are issued before the current pair is converted (software pipelining); lanes
+//     take consecutive pairs;
 //   * codes: one 16-byte store per pair (FP4; 8 * f is 16-byte aligned for even f), two for MXFP8;
 //   * NVFP4 scales: one 16-bit store (or two byte stores at a row end / atom edge);
 //   * an MX block is exactly one pair: no shuffles, one scale computation per thread;
 //   * row, column, addresses and scale offsets are computed once per pair; (row, g) advance
 //     incrementally by (2T / G, 2T % G), no division in the loop.
-// A per-tensor global scale is loop-invariant: the loop is instantiated twice (per-tensor /
-// per-row) so the compiler hoists the global-scale part of the block recipe out of the loop.
+// The per-tensor part of the NVFP4 recipe (nvfp4_scale_dev.cuh) is evaluated once per thread; the
+// loop is instantiated twice (per-tensor / per-row global scale).
 //
 // After the main loop the grid zeroes the scale padding (swizzled layouts), then signals PDL
 // dependents.
@@ -44,34 +45,44 @@ struct PairPos {
 };
 
 template <DType kIn, BlockFormat kFormat, QuantNumerics kMode, bool kVec, bool kPerRow>
-__device__ __forceinline__ void quantize_pair(const VecKernelParams& p, const PairPos& q, const uint32_t* wa,
-                                              const uint32_t* wb, float gs0) {
-  using T = InputType<kIn>;
+__device__ __forceinline__ void quantize_pair(const VecKernelParams& p, const PairPos& q,
+                                              const uint32_t (&wa)[InputType<kIn>::kWords],
+                                              const uint32_t (&wb)[InputType<kIn>::kWords],
+                                              const Nvfp4ScaleConst<kMode>& c0) {
   const ItemOutputs& o = p.out;
   const bool valid_b = q.rb < p.rows;
   float xa[16], xb[16];
-  {
-    uint32_t a[T::kWords], b[T::kWords];
-#pragma unroll
-    for (int i = 0; i < T::kWords; ++i) {
-      a[i] = wa[i];
-      b[i] = wb[i];
-    }
-    item_to_float<kIn>(a, xa);
-    item_to_float<kIn>(b, xb);
-  }
+  item_to_float<kIn>(wa, xa);
+  item_to_float<kIn>(wb, xb);
+  const float na = item_amax_nan_raw<kIn>(wa, xa), nb = item_amax_nan_raw<kIn>(wb, xb);
+  // One rare-path test for the pair: a NaN anywhere in it.
+  const bool any_nan = fmax_nan(na, nb) != fmax_nan(na, nb);
   // Flat item index of A (even): element offsets of both outputs are linear in it.
   const int64_t f = q.ra * p.items_per_row + q.ga;
 
   if constexpr (kFormat == BlockFormat::kNVFP4) {
-    float sa = gs0, sb = gs0;
+    Nvfp4ScaleConst<kMode> ca = c0, cb = c0;
     if constexpr (kPerRow) {
-      sa = __ldg(o.global_scale + q.ra);
-      sb = valid_b ? __ldg(o.global_scale + q.rb) : 1.0f;
+      ca = nvfp4_scale_const<kMode>(__ldg(o.global_scale + q.ra));
+      cb = q.rb == q.ra ? ca : nvfp4_scale_const<kMode>(valid_b ? __ldg(o.global_scale + q.rb) : 1.0f);
     }
+    float amax_a = na, amax_b = nb;
+    if (__builtin_expect(any_nan, 0)) {
+      amax_a = item_amax_ignore_nan(xa);
+      amax_b = item_amax_ignore_nan(xb);
+    }
+    const format::BlockScale bsa = nvfp4_block_scale_dev<kMode>(amax_a, ca);
+    const format::BlockScale bsb = nvfp4_block_scale_dev<kMode>(amax_b, cb);
+    constexpr bool kFtz = kMode == QuantNumerics::kFast;
     uint32_t a0, a1, b0, b1;
-    const uint32_t sfa = nvfp4_block<kMode>(xa, item_amax_nan(xa), sa, a0, a1);
-    const uint32_t sfb = nvfp4_block<kMode>(xb, item_amax_nan(xb), sb, b0, b1);
+    if (kMode != QuantNumerics::kModelOpt && !any_nan && factor_is_fast<kFtz>(bsa.factor, na) &&
+        factor_is_fast<kFtz>(bsb.factor, nb)) {
+      encode16_e2m1_fast<kFtz>(xa, bsa.factor, a0, a1);
+      encode16_e2m1_fast<kFtz>(xb, bsb.factor, b0, b1);
+    } else {
+      nvfp4_encode<kMode>(xa, bsa, na, a0, a1);
+      nvfp4_encode<kMode>(xb, bsb, nb, b0, b1);
+    }
     uint8_t* codes = o.elements + f * 8;
     if (kVec && valid_b) {
       st_stream_v4(codes, a0, a1, b0, b1);
@@ -81,19 +92,20 @@ __device__ __forceinline__ void quantize_pair(const VecKernelParams& p, const Pa
     }
     const int64_t off_a = sf_offset(o.sg.layout, q.ra, q.ga, o.sg.padded_cols);
     const bool next = o.sg.layout == ScaleLayout::kLinear || (q.rb == q.ra && (q.ga & 3) != 3);
-    const int64_t off_b = next ? off_a + 1 : sf_offset(o.sg.layout, q.rb, q.gb, o.sg.padded_cols);
     if (valid_b && next && (off_a & 1) == 0) {
-      asm volatile("st.global.u16 [%0], %1;" ::"l"(o.scales + off_a), "h"(uint16_t(sfa | (sfb << 8))) : "memory");
+      asm volatile("st.global.u16 [%0], %1;" ::"l"(o.scales + off_a), "h"(uint16_t(bsa.sf | (bsb.sf << 8))) : "memory");
     } else {
-      st_u8(o.scales + off_a, sfa);
-      if (valid_b) st_u8(o.scales + off_b, sfb);
+      st_u8(o.scales + off_a, bsa.sf);
+      if (valid_b) {
+        const int64_t off_b = next ? off_a + 1 : sf_offset(o.sg.layout, q.rb, q.gb, o.sg.padded_cols);
+        st_u8(o.scales + off_b, bsb.sf);
+      }
     }
   } else {
     // G is even for MX: the pair is one block, always in one row and always complete.
-    const float na = item_amax_nan(xa), nb = item_amax_nan(xb);
     const float amax_nan = fmax_nan(na, nb);
     float amax = amax_nan;
-    if (__builtin_expect(amax_nan != amax_nan, 0)) amax = fmaxf(item_amax_ignore_nan(xa), item_amax_ignore_nan(xb));
+    if (__builtin_expect(any_nan, 0)) amax = fmaxf(item_amax_ignore_nan(xa), item_amax_ignore_nan(xb));
     const MxScale m = mx_scale<kFormat, kMode>(amax, amax_nan);
     uint32_t a[4], b[4];
     mx_encode_half<kFormat, kMode>(xa, m, a);
@@ -123,38 +135,77 @@ __device__ __forceinline__ void quantize_pair(const VecKernelParams& p, const Pa
   }
 }
 
+// Position of the pair starting at item (row, g), then (row, g) advanced by one grid stride.
+__device__ __forceinline__ PairPos next_pair(const VecKernelParams& p, int64_t& row, int64_t& g) {
+  PairPos q;
+  q.ra = row;
+  q.ga = g;
+  const bool same_row = g + 1 < p.items_per_row;
+  q.rb = same_row ? row : row + 1;
+  q.gb = same_row ? g + 1 : 0;
+  g += p.step_items;
+  row += p.step_rows;
+  if (g >= p.items_per_row) {
+    g -= p.items_per_row;
+    ++row;
+  }
+  return q;
+}
+
+template <DType kIn, bool kVec>
+__device__ __forceinline__ void load_pair(const VecKernelParams& p, const PairPos& q,
+                                          uint32_t (&wa)[InputType<kIn>::kWords],
+                                          uint32_t (&wb)[InputType<kIn>::kWords]) {
+  using T = InputType<kIn>;
+  const uint8_t* pa = p.input + q.ra * p.input_row_bytes + q.ga * T::kItemBytes;
+  const uint8_t* pb = q.gb != 0 ? pa + T::kItemBytes : p.input + q.rb * p.input_row_bytes;
+  if (q.ra < p.rows) {
+    load_item<kIn, kVec>(pa, wa);
+  } else {
+#pragma unroll
+    for (int i = 0; i < T::kWords; ++i) wa[i] = 0;
+  }
+  if (q.rb < p.rows) {
+    load_item<kIn, kVec>(pb, wb);
+  } else {
+#pragma unroll
+    for (int i = 0; i < T::kWords; ++i) wb[i] = 0;
+  }
+}
+
+// Software-pipelined: the loads of the next pair are issued before the current pair is
+// converted, so every thread keeps 64 (16-bit) / 128 (FP32) bytes in flight while it computes.
 template <DType kIn, BlockFormat kFormat, QuantNumerics kMode, bool kVec, bool kPerRow>
 __device__ __forceinline__ void vectorized_loop(const VecKernelParams& p, int64_t row, int64_t g) {
   using T = InputType<kIn>;
-  const int64_t G = p.items_per_row;
-  const float gs0 = (kFormat == BlockFormat::kNVFP4 && !kPerRow) ? __ldg(p.out.global_scale) : 1.0f;
-  // One pair per iteration: 64 (16-bit) / 128 (FP32) bytes of loads in flight per thread, ~64 KB
-  // per SM at the kernel's occupancy. The body runs unconditionally (A is valid whenever the loop
-  // runs), which lets the compiler hoist the per-tensor part of the block recipe.
-  while (row < p.rows) {
-    PairPos q;
-    q.ra = row;
-    q.ga = g;
-    const bool same_row = g + 1 < G;
-    q.rb = same_row ? row : row + 1;
-    q.gb = same_row ? g + 1 : 0;
-    g += p.step_items;
-    row += p.step_rows;
-    if (g >= G) {
-      g -= G;
-      ++row;
+  // Per-tensor part of the NVFP4 recipe, once (per-row: per pair, in quantize_pair).
+  const Nvfp4ScaleConst<kMode> c0 =
+      nvfp4_scale_const<kMode>((kFormat == BlockFormat::kNVFP4 && !kPerRow) ? __ldg(p.out.global_scale) : 1.0f);
+  if constexpr (kIn == DType::kFP32) {
+    // FP32 pairs are 128 bytes: enough in flight without pipelining (which would need ~128
+    // registers per thread).
+    while (row < p.rows) {
+      const PairPos q = next_pair(p, row, g);
+      uint32_t wa[T::kWords], wb[T::kWords];
+      load_pair<kIn, kVec>(p, q, wa, wb);
+      quantize_pair<kIn, kFormat, kMode, kVec, kPerRow>(p, q, wa, wb, c0);
     }
-    uint32_t wa[T::kWords], wb[T::kWords];
-    const uint8_t* pa = p.input + q.ra * p.input_row_bytes + q.ga * T::kItemBytes;
-    const uint8_t* pb = same_row ? pa + T::kItemBytes : p.input + q.rb * p.input_row_bytes;
-    load_item<kIn, kVec>(pa, wa);
-    if (q.rb < p.rows) {
-      load_item<kIn, kVec>(pb, wb);
-    } else {
+    return;
+  }
+  PairPos q = next_pair(p, row, g);
+  uint32_t wa[T::kWords], wb[T::kWords];
+  load_pair<kIn, kVec>(p, q, wa, wb);
+  while (q.ra < p.rows) {
+    const PairPos qn = next_pair(p, row, g);
+    uint32_t na[T::kWords], nb[T::kWords];
+    load_pair<kIn, kVec>(p, qn, na, nb);
+    quantize_pair<kIn, kFormat, kMode, kVec, kPerRow>(p, q, wa, wb, c0);
+    q = qn;
 #pragma unroll
-      for (int i = 0; i < T::kWords; ++i) wb[i] = 0;
+    for (int i = 0; i < T::kWords; ++i) {
+      wa[i] = na[i];
+      wb[i] = nb[i];
     }
-    quantize_pair<kIn, kFormat, kMode, kVec, kPerRow>(p, q, wa, wb, gs0);
   }
 }
 

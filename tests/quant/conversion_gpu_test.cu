@@ -15,6 +15,7 @@
 #include "format/float16.h"
 #include "quant/e2m1_fast.h"
 #include "quant/item_quantize.cuh"
+#include "quant/nvfp4_scale_dev.cuh"
 
 namespace fp4kit::quant_test {
 namespace {
@@ -94,6 +95,72 @@ TEST(ConversionGpu, ExhaustiveEquivalence) {
   for (int c = 0; c < kChecks; ++c)
     EXPECT_EQ(h.count[c], 0ull) << names[c] << ": " << h.count[c] << " mismatches, e.g. bits 0x" << std::hex
                                 << h.first[c];
+}
+
+// The hardware E4M3 decode equals format::e4m3_to_float for all 256 codes (NaN: both NaN).
+__global__ void e4m3_decode_kernel(unsigned int* bad) {
+  const uint32_t b = threadIdx.x;
+  const float hw = quant::e4m3_decode_hw(b), sw = format::e4m3_to_float(uint8_t(b));
+  const bool same = (hw != hw && sw != sw) || __float_as_uint(hw) == __float_as_uint(sw);
+  if (!same) atomicAdd(bad, 1u);
+}
+
+TEST(ConversionGpu, E4m3DecodeAllCodes) {
+  FP4KIT_REQUIRE_SM90A();
+  unsigned int* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4), cudaSuccess);
+  ASSERT_EQ(cudaMemset(d, 0, 4), cudaSuccess);
+  e4m3_decode_kernel<<<1, 256>>>(d);
+  unsigned int h = 1;
+  ASSERT_EQ(cudaMemcpy(&h, d, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(d);
+  EXPECT_EQ(h, 0u);
+}
+
+// The device NVFP4 recipe (nvfp4_scale_dev.cuh) against format::nvfp4_block_scale, both on the GPU,
+// for every non-negative non-NaN float32 amax (2^31 - 2^23 + 1 values, +Inf included) at global
+// scales covering typical, extreme, subnormal, zero, infinite and NaN values. Scale bytes must be
+// equal; factors bit-equal, or both NaN.
+template <QuantNumerics kMode>
+__global__ void recipe_kernel(float S, unsigned long long* bad, uint32_t* first) {
+  const quant::Nvfp4ScaleConst<kMode> c = quant::nvfp4_scale_const<kMode>(S);
+  for (uint32_t u = blockIdx.x * blockDim.x + threadIdx.x; u <= 0x7f800000u; u += gridDim.x * blockDim.x) {
+    const float amax = __uint_as_float(u);
+    const format::BlockScale a = quant::nvfp4_block_scale_dev<kMode>(amax, c);
+    const format::BlockScale b = format::nvfp4_block_scale(amax, S, kMode);
+    const bool factor_same = (a.factor != a.factor && b.factor != b.factor) ||
+                             __float_as_uint(a.factor) == __float_as_uint(b.factor);
+    if (a.sf != b.sf || !factor_same) {
+      atomicAdd(bad, 1ull);
+      *first = u;
+    }
+  }
+}
+
+TEST(NvfpScaleDev, MatchesRecipeForEveryAmax) {
+  FP4KIT_REQUIRE_SM90A();
+  const float scales[] = {1.0f, 2688.0f, 2688.0f / 0.037f, 2688.0f / 37.5f, 448.0f, 6.0f, 1.0f / 6.0f, 0.3333333f,
+                          7.3e5f, 1e-30f, 3.4028235e38f, 1e-40f, 1e-45f, 0.0f, INFINITY, NAN, 2688.0f / 3.3895314e38f,
+                          12345.678f, 0.0009765625f, 1.1754944e-38f};
+  unsigned long long* d = nullptr;
+  uint32_t* first = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 8), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&first, 4), cudaSuccess);
+  for (QuantNumerics n : {QuantNumerics::kExact, QuantNumerics::kFast, QuantNumerics::kModelOpt}) {
+    for (float S : scales) {
+      ASSERT_EQ(cudaMemset(d, 0, 8), cudaSuccess);
+      if (n == QuantNumerics::kExact) recipe_kernel<QuantNumerics::kExact><<<132 * 8, 256>>>(S, d, first);
+      if (n == QuantNumerics::kFast) recipe_kernel<QuantNumerics::kFast><<<132 * 8, 256>>>(S, d, first);
+      if (n == QuantNumerics::kModelOpt) recipe_kernel<QuantNumerics::kModelOpt><<<132 * 8, 256>>>(S, d, first);
+      unsigned long long h = 1;
+      uint32_t f = 0;
+      ASSERT_EQ(cudaMemcpy(&h, d, 8, cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(&f, first, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_EQ(h, 0ull) << quant_numerics_name(n) << " S=" << S << ": e.g. amax bits 0x" << std::hex << f;
+    }
+  }
+  cudaFree(d);
+  cudaFree(first);
 }
 
 __global__ void rcp_kernel(float* out) {

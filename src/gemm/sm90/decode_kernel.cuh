@@ -8,6 +8,7 @@
 //  * Per chunk a lane issues one 128-bit load of codes and one 64-bit load of scales per row tile,
 //    plus 32-bit activation loads (L1 hits: all warps read the same activations); U chunks are
 //    loaded before any is decoded. R row tiles per warp share the activation fragments.
+//    (W4A4 activations are decoded to 16 bits once, before this kernel: decode_host.cu.)
 //    (Measured on H100: staging activations through shared memory with cp.async + ldmatrix was
 //    not faster than these L1-hitting loads; see docs/PERF.md.)
 //  * Decode in registers (fragment_decode.cuh), mma.m16n8k16 with the weights as the 16-row A
@@ -32,10 +33,8 @@ constexpr int kDecodeWarps = 8;
 
 struct DecodeGemmArgs {
   int m, n, k;
-  const void* a;             // W4A16: 16-bit [m, lda]; W4A4: codes [m, lda/2]
+  const void* a;             // 16-bit [m, lda]
   int64_t lda;               // elements
-  const uint8_t* a_scales;   // W4A4: 128x4 layout
-  int64_t a_sf_padded_cols;  // roundup(k/16, 4)
   const uint4* b_codes;      // prepacked codes
   const uint2* b_scales;     // prepacked scales (8 bytes per (chunk, g))
   int64_t k_chunks;          // chunks per 16-row tile
@@ -107,7 +106,7 @@ struct ChunkRegs {
   uint32_t act[U][NT][4][2];
 };
 
-template <typename T, int NT, int R, int U, bool W4A4>
+template <typename T, int NT, int R, int U>
 __device__ __forceinline__ void load_group(const DecodeGemmArgs& args, ChunkRegs<NT, R, U>& regs, int64_t rb,
                                            int64_t j0, int64_t j_end, int tok0, int lane) {
   const int g = lane >> 2, c = lane & 3;
@@ -131,17 +130,9 @@ __device__ __forceinline__ void load_group(const DecodeGemmArgs& args, ChunkRegs
         uint32_t b0 = 0, b1 = 0;
         if (valid && tok < args.m && kb < args.k) {
           const int64_t kk = kb + 2 * c;
-          if constexpr (!W4A4) {
-            const T* row = static_cast<const T*>(args.a) + int64_t(tok) * args.lda;
-            b0 = __ldg(reinterpret_cast<const unsigned int*>(row + kk));
-            b1 = __ldg(reinterpret_cast<const unsigned int*>(row + kk + 8));
-          } else {
-            const uint8_t* row = static_cast<const uint8_t*>(args.a) + int64_t(tok) * (args.lda / 2);
-            const uint8_t sf = __ldg(args.a_scales + format::sf_offset_128x4(tok, kb / 16, args.a_sf_padded_cols));
-            const uint32_t sx = e4m3_scale_bf16x2_shifted(sf);
-            b0 = FragmentDecode<__nv_bfloat16>::mul(e2m1x2_to_bf16x2_shifted(__ldg(row + kk / 2)), sx);
-            b1 = FragmentDecode<__nv_bfloat16>::mul(e2m1x2_to_bf16x2_shifted(__ldg(row + kk / 2 + 4)), sx);
-          }
+          const T* row = static_cast<const T*>(args.a) + int64_t(tok) * args.lda;
+          b0 = __ldg(reinterpret_cast<const unsigned int*>(row + kk));
+          b1 = __ldg(reinterpret_cast<const unsigned int*>(row + kk + 8));
         }
         regs.act[u][nt][s][0] = b0;
         regs.act[u][nt][s][1] = b1;
@@ -172,10 +163,10 @@ __device__ __forceinline__ void compute_group(const ChunkRegs<NT, R, U>& regs, f
 }
 
 // Writes D for row block rb from the accumulator fragments (already summed).
-template <typename OutT, int NT, int R, bool W4A4>
+template <typename OutT, int NT, int R>
 __device__ __forceinline__ void store_block(const DecodeGemmArgs& args, const float (&acc)[R][NT][4], int64_t rb,
                                             int tok0, int lane, float alpha) {
-  constexpr float kMul = W4A4 ? kWeightDecodeScale * kWeightDecodeScale : kWeightDecodeScale;
+  constexpr float kMul = kWeightDecodeScale;
   const int g = lane >> 2, c = lane & 3;
   OutT* d = static_cast<OutT*>(args.d);
   const OutT* bias = static_cast<const OutT*>(args.bias);
@@ -197,11 +188,10 @@ __device__ __forceinline__ void store_block(const DecodeGemmArgs& args, const fl
 }
 
 // T: MMA operand type (bf16 or half). OutT: output type. NT: 8-token MMA tiles; R: 16-row tiles
-// per row block; U: chunks per load group. W4A4: A is NVFP4 (decoded to bf16), else A is T.
-template <typename T, typename OutT, int NT, int R, int U, bool W4A4>
+// per row block; U: chunks per load group.
+template <typename T, typename OutT, int NT, int R, int U>
 __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
     decode_gemm_kernel(const DecodeGemmArgs args) {
-  static_assert(!W4A4 || std::is_same_v<T, __nv_bfloat16>, "W4A4 decodes A to BF16");
   constexpr int kAcc = R * NT * 4;
   const int lane = threadIdx.x & 31;
   const int64_t total = args.row_blocks * args.k_chunks;
@@ -229,13 +219,13 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 
     for (int64_t j = pos - block_first; j < j_end; j += U) {
       ChunkRegs<NT, R, U> regs;
-      load_group<T, NT, R, U, W4A4>(args, regs, rb, j, j_end, tok0, lane);
+      load_group<T, NT, R, U>(args, regs, rb, j, j_end, tok0, lane);
       compute_group<T, NT, R, U>(regs, acc);
     }
 
     const bool whole = pos == block_first && seg_end == block_first + args.k_chunks;
     if (whole) {
-      store_block<OutT, NT, R, W4A4>(args, acc, rb, tok0, lane, alpha);
+      store_block<OutT, NT, R>(args, acc, rb, tok0, lane, alpha);
     } else {
       // Partial row block: publish, and let the last of its warps finish it in warp order.
       const int slot = pos == begin ? 0 : 1;
@@ -272,7 +262,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 #pragma unroll
               for (int i = 0; i < 4; ++i) acc[r][nt][i] += __ldcg(p + (r * NT + nt) * 4 + i);
         }
-        store_block<OutT, NT, R, W4A4>(args, acc, rb, tok0, lane, alpha);
+        store_block<OutT, NT, R>(args, acc, rb, tok0, lane, alpha);
         if (lane == 0) *counter = 0;  // ready for the next launch
       }
     }

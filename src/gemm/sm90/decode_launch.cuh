@@ -1,5 +1,5 @@
-// Instantiation and launch of the decode family. Each (operand type, output type, W4A4) triple is
-// instantiated in its own translation unit (decode_*.cu) so they compile in parallel.
+// Instantiation of the decode family. Each operand type is instantiated in its own translation
+// unit (decode_w4a16_*.cu) so they compile in parallel.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,10 +12,10 @@ using DecodeKernelFn = void (*)(DecodeGemmArgs);
 
 // The kernel for (NT, R, U), or null when that configuration is not instantiated.
 // Keep in sync with the decode entries of tactics.cpp.
-template <typename T, typename OutT, bool W4A4>
+template <typename T, typename OutT>
 DecodeKernelFn decode_kernel_for(int nt, int r, int u) {
 #define FP4KIT_DECODE_CASE(NT, R, U) \
-  if (nt == NT && r == R && u == U) return &decode_gemm_kernel<T, OutT, NT, R, U, W4A4>;
+  if (nt == NT && r == R && u == U) return &decode_gemm_kernel<T, OutT, NT, R, U>;
   FP4KIT_DECODE_CASE(1, 1, 4)
   FP4KIT_DECODE_CASE(1, 2, 4)
   FP4KIT_DECODE_CASE(1, 4, 2)

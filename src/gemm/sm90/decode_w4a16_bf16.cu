@@ -1,6 +1,6 @@
-// Decode-family instantiations: operand __nv_bfloat16, output __nv_bfloat16, W4A4=false.
+// Decode-family instantiations: operand and output __nv_bfloat16.
 #include "gemm/sm90/decode_launch.cuh"
 
 namespace fp4kit::gemm_impl::sm90 {
-template DecodeKernelFn decode_kernel_for<__nv_bfloat16, __nv_bfloat16, false>(int, int, int);
+template DecodeKernelFn decode_kernel_for<__nv_bfloat16, __nv_bfloat16>(int, int, int);
 }  // namespace fp4kit::gemm_impl::sm90

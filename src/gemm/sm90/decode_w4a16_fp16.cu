@@ -1,6 +1,6 @@
-// Decode-family instantiations: operand __half, output __half, W4A4=false.
+// Decode-family instantiations: operand and output __half.
 #include "gemm/sm90/decode_launch.cuh"
 
 namespace fp4kit::gemm_impl::sm90 {
-template DecodeKernelFn decode_kernel_for<__half, __half, false>(int, int, int);
+template DecodeKernelFn decode_kernel_for<__half, __half>(int, int, int);
 }  // namespace fp4kit::gemm_impl::sm90

@@ -65,23 +65,4 @@ __device__ __forceinline__ void decode_step(uint32_t w, uint32_t lo_scales, uint
   a[3] = D::mul(D::template codes<3>(w), shi);  // row g+8, k 2c+8..2c+9
 }
 
-// Activation scale E4M3 -> {x, x} where x = sf * 2^119 (BF16; W4A4 decodes A like B).
-__device__ __forceinline__ uint32_t e4m3_scale_bf16x2_shifted(uint8_t sf) {
-  const uint32_t e = (sf >> 3) & 15u, m = sf & 7u;
-  float v;
-  if ((sf & 0x7f) == 0x7f) v = __uint_as_float(0x7fc00000u);
-  else if (e == 0) v = float(m) * __uint_as_float((110u + 127u) << 23);  // m * 2^-9 * 2^119
-  else v = __uint_as_float(((e + 120u + 119u) << 23) | (m << 20));
-  if (sf & 0x80) v = -v;
-  const __nv_bfloat16 b = __float2bfloat16_rn(v);
-  const uint16_t u = *reinterpret_cast<const uint16_t*>(&b);
-  return uint32_t(u) | (uint32_t(u) << 16);
-}
-
-// A packed pair of E2M1 codes (byte: even element low nibble) -> BF16x2 e2m1 * 2^-126.
-__device__ __forceinline__ uint32_t e2m1x2_to_bf16x2_shifted(uint32_t byte) {
-  const uint32_t v = (byte & 0xFu) << 12 | (byte & 0xF0u) << 24;  // nibbles at [15:12] and [31:28]
-  return (v & 0x80008000u) | ((v >> 6) & 0x01C001C0u);
-}
-
 }  // namespace fp4kit::gemm_impl::sm90

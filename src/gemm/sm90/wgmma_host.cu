@@ -8,6 +8,7 @@
 
 #include "common/cuda_check.h"
 #include "fp4kit/device.h"
+#include "fp4kit/quantize.h"
 #include "gemm/families.h"
 #include "gemm/prepacked_layout.h"
 #include "gemm/sm90/wgmma_launch.cuh"
@@ -15,10 +16,17 @@
 namespace fp4kit::gemm_impl {
 namespace {
 
+// The 16-bit type the kernel multiplies in. W4A4 stages A through the workspace, decoded exactly
+// to the output's 16-bit type (E2M1 x E4M3 fits BF16 and FP16 alike), then runs the W4A16 kernel.
+DType operand_type(const GemmParams& p) { return p.a_dtype == DType::kE2M1x2 ? p.d_dtype : p.a_dtype; }
+
 sm90::WgmmaKernel kernel_for(const Tactic& t, const GemmParams& p) {
-  if (p.a_dtype == DType::kBF16) return sm90::wgmma_kernel_for<__nv_bfloat16>(t.block_n, t.block_m, t.stages);
-  if (p.a_dtype == DType::kFP16) return sm90::wgmma_kernel_for<__half>(t.block_n, t.block_m, t.stages);
-  return {};  // W4A4: not in this family (yet)
+  if (operand_type(p) == DType::kBF16) return sm90::wgmma_kernel_for<__nv_bfloat16>(t.block_n, t.block_m, t.stages);
+  return sm90::wgmma_kernel_for<__half>(t.block_n, t.block_m, t.stages);
+}
+
+size_t staged_a_bytes(const GemmParams& p) {
+  return p.a_dtype == DType::kE2M1x2 ? (size_t(p.m) * size_t(p.k) * 2 + 255) / 256 * 256 : 0;
 }
 
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
@@ -77,8 +85,8 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 Status wgmma_can_implement(const Tactic& t, const GemmParams& p) {
-  if (p.a_dtype == DType::kE2M1x2)
-    return Status(StatusCode::kNotSupported, "tactic " + t.name + ": W4A4 is served by the decode family");
+  if (p.a_dtype == DType::kE2M1x2 && p.lda != 0 && p.lda != p.k)
+    return Status(StatusCode::kNotSupported, "tactic " + t.name + ": W4A4 needs contiguous A rows (lda == k)");
   const sm90::WgmmaKernel k = kernel_for(t, p);
   if (!k.fn) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": not instantiated");
   const int64_t tiles = ceil_div(p.n, t.block_n) * ceil_div(p.m, t.block_m);
@@ -87,11 +95,31 @@ Status wgmma_can_implement(const Tactic& t, const GemmParams& p) {
   return Status::ok();
 }
 
-size_t wgmma_workspace_bytes(const Tactic&, const GemmParams&) { return 0; }
+size_t wgmma_workspace_bytes(const Tactic&, const GemmParams& p) { return staged_a_bytes(p); }
 
-Status wgmma_launch(const Tactic& t, const GemmParams& p, void*, size_t, cudaStream_t stream) {
-  const sm90::WgmmaKernel k = kernel_for(t, p);
+Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, size_t, cudaStream_t stream) {
+  const sm90::WgmmaKernel k = kernel_for(t, p_in);
   if (!k.fn) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": not instantiated");
+  GemmParams p = p_in;
+  if (p.a_dtype == DType::kE2M1x2) {
+    // W4A4: decode the NVFP4 activations (codes + 128x4 scales, no global scale) exactly into the
+    // workspace; alpha = 1/(gs_a gs_b) is applied by the kernel's epilogue as for W4A16.
+    DequantizeParams dq;
+    dq.format = BlockFormat::kNVFP4;
+    dq.elements = p.a;
+    dq.scales = p.a_scales;
+    dq.scale_layout = ScaleLayout::kSwizzled128x4;
+    dq.rows = p.m;
+    dq.cols = p.k;
+    dq.output = workspace;
+    dq.output_dtype = operand_type(p);
+    dq.output_row_stride = p.k;
+    dq.output_bytes = int64_t(staged_a_bytes(p));
+    FP4KIT_RETURN_IF_ERROR(dequantize(dq, stream));
+    p.a = workspace;
+    p.a_dtype = operand_type(p_in);
+    p.lda = p.k;
+  }
   const PrepackedShape s = prepacked_shape(p.n, p.k);
   const int64_t lda = p.lda ? p.lda : p.k;
 

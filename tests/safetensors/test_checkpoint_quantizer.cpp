@@ -1,0 +1,335 @@
+// End-to-end checkpoint quantization on a synthetic, two-shard, tiny Llama-shaped BF16 checkpoint
+// built here: quantized tensors decode within NVFP4 error, others are byte-identical, the output
+// loads back through our reader, the index and the configs are right.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fp4kit/reference.h"
+#include "fp4kit/safetensors.h"
+#include "io/checkpoint_quantizer.h"
+
+namespace fs = std::filesystem;
+using namespace fp4kit;
+using namespace fp4kit::st;
+
+namespace {
+
+constexpr int64_t kHidden = 64, kInter = 128, kVocab = 256, kKv = 32, kLayers = 2;
+
+struct Synth {
+  std::string name;
+  std::vector<int64_t> shape;
+  int shard;
+};
+
+std::vector<Synth> llama_tensors() {
+  std::vector<Synth> t;
+  t.push_back({"model.embed_tokens.weight", {kVocab, kHidden}, 0});
+  for (int l = 0; l < kLayers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const int s = l;  // layer l in shard l
+    t.push_back({p + "input_layernorm.weight", {kHidden}, s});
+    t.push_back({p + "self_attn.q_proj.weight", {kHidden, kHidden}, s});
+    t.push_back({p + "self_attn.k_proj.weight", {kKv, kHidden}, s});
+    t.push_back({p + "self_attn.v_proj.weight", {kKv, kHidden}, s});
+    t.push_back({p + "self_attn.o_proj.weight", {kHidden, kHidden}, s});
+    t.push_back({p + "post_attention_layernorm.weight", {kHidden}, s});
+    t.push_back({p + "mlp.gate_proj.weight", {kInter, kHidden}, s});
+    t.push_back({p + "mlp.up_proj.weight", {kInter, kHidden}, s});
+    t.push_back({p + "mlp.down_proj.weight", {kHidden, kInter}, s});
+  }
+  t.push_back({"model.norm.weight", {kHidden}, 1});
+  t.push_back({"lm_head.weight", {kVocab, kHidden}, 1});
+  return t;
+}
+
+// Builds the checkpoint; returns the BF16 bits of every tensor.
+std::map<std::string, std::vector<uint16_t>> build_checkpoint(const fs::path& dir) {
+  fs::create_directories(dir);
+  std::mt19937_64 rng(1234);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::map<std::string, std::vector<uint16_t>> data;
+  const auto tensors = llama_tensors();
+  std::map<std::string, std::string> weight_map;
+  uint64_t total = 0;
+  for (int s = 0; s < 2; ++s) {
+    const std::string file = "model-0000" + std::to_string(s + 1) + "-of-00002.safetensors";
+    std::vector<TensorSpec> plan;
+    for (const Synth& t : tensors)
+      if (t.shard == s) plan.push_back({t.name, Dtype::kBF16, t.shape});
+    std::unique_ptr<SafetensorsWriter> w;
+    EXPECT_TRUE(SafetensorsWriter::create((dir / file).string(), plan, {{"format", "pt"}}, &w).is_ok());
+    for (const TensorSpec& t : plan) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      const float scale = 0.02f * (1.0f + float(data.size() % 5));
+      std::vector<uint16_t> v(static_cast<size_t>(n));
+      for (auto& x : v) x = float_to_bf16(scale * normal(rng));
+      EXPECT_TRUE(w->write(t.name, v.data(), v.size() * 2).is_ok());
+      data[t.name] = v;
+      weight_map[t.name] = file;
+      total += v.size() * 2;
+    }
+    EXPECT_TRUE(w->finish().is_ok());
+  }
+  EXPECT_TRUE(write_index((dir / "model.safetensors.index.json").string(), total, weight_map).is_ok());
+  std::ofstream(dir / "config.json") << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "torch_dtype": "bfloat16"})";
+  std::ofstream(dir / "tokenizer.json") << "{}";
+  return data;
+}
+
+float e2m1_value(uint32_t code) {
+  static const float kMag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  return (code & 8u) ? -kMag[code & 7u] : kMag[code & 7u];
+}
+float e4m3_value(uint8_t b) {
+  const int e = (b >> 3) & 15, m = b & 7;
+  const float mag = e == 0 ? std::ldexp(float(m), -9) : std::ldexp(1.0f + float(m) / 8.0f, e - 7);
+  return (b & 0x80) ? -mag : mag;
+}
+
+fs::path temp_dir(const std::string& tag) {
+  const fs::path d = fs::temp_directory_path() / ("fp4kit_ckpt_" + tag + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  return d;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+TEST(CheckpointQuantizer, DefaultRule) {
+  using io::default_quantize_rule;
+  EXPECT_TRUE(default_quantize_rule("model.layers.0.self_attn.q_proj.weight"));
+  EXPECT_TRUE(default_quantize_rule("model.layers.0.mlp.experts.3.down_proj.weight"));
+  EXPECT_FALSE(default_quantize_rule("model.layers.0.self_attn.q_proj.bias"));
+  EXPECT_FALSE(default_quantize_rule("model.embed_tokens.weight"));
+  EXPECT_FALSE(default_quantize_rule("lm_head.weight"));
+  EXPECT_FALSE(default_quantize_rule("model.layers.0.input_layernorm.weight"));
+  EXPECT_FALSE(default_quantize_rule("model.norm.weight"));
+  EXPECT_FALSE(default_quantize_rule("model.layers.0.mlp.gate.weight"));
+  EXPECT_FALSE(default_quantize_rule("model.layers.0.block_sparse_moe.gate.weight"));
+  EXPECT_FALSE(default_quantize_rule("model.layers.0.mlp.router.weight"));
+  EXPECT_EQ(io::fusion_group("model.layers.3.self_attn.k_proj.weight"), "model.layers.3.self_attn.qkv");
+  EXPECT_EQ(io::fusion_group("model.layers.3.mlp.up_proj.weight"), "model.layers.3.mlp.gate_up");
+  EXPECT_EQ(io::fusion_group("model.layers.3.mlp.down_proj.weight"), "");
+}
+
+TEST(CheckpointQuantizer, RoundTripTwoShards) {
+  const fs::path in = temp_dir("in"), out = temp_dir("out");
+  const auto data = build_checkpoint(in);
+  io::QuantizerOptions opt;
+  opt.verify = true;
+  int progress_calls = 0;
+  opt.progress = [&](uint64_t done, uint64_t total, const std::string&) {
+    ++progress_calls;
+    EXPECT_LE(done, total);
+  };
+  io::QuantizeSummary sum;
+  const Status s = io::quantize_checkpoint(in.string(), out.string(), opt, &sum);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(progress_calls, int(data.size()));
+  EXPECT_EQ(sum.quantized, int(kLayers * 7));
+  EXPECT_EQ(sum.copied, int(data.size()) - int(kLayers * 7));
+  EXPECT_TRUE(sum.verified_copies_identical);
+  EXPECT_GT(sum.min_snr_db, 15.0);
+  EXPECT_EQ(sum.exclude_modules, std::vector<std::string>{"lm_head"});
+
+  std::unique_ptr<Checkpoint> c;
+  ASSERT_TRUE(Checkpoint::open(out.string(), &c).is_ok());
+  EXPECT_EQ(c->shard_names().size(), 2u);
+  EXPECT_EQ(c->tensors().size(), data.size() + 2 * kLayers * 7);
+
+  // The index maps every output tensor to the shard that holds it; total_size is the data bytes.
+  const auto idx = read_json(out / "model.safetensors.index.json");
+  EXPECT_EQ(idx["weight_map"].size(), c->tensors().size());
+  for (const auto& [name, ct] : c->tensors()) EXPECT_EQ(idx["weight_map"][name], c->shard_names()[ct.shard]) << name;
+  EXPECT_EQ(idx["metadata"]["total_size"].get<uint64_t>(), c->total_tensor_bytes());
+
+  int checked = 0;
+  for (const auto& [name, orig] : data) {
+    const CheckpointTensor* t = c->find(name);
+    ASSERT_NE(t, nullptr) << name;
+    const SafetensorsFile& f = *c->shards()[t->shard];
+    if (!io::default_quantize_rule(name)) {
+      ASSERT_EQ(t->info->dtype, Dtype::kBF16) << name;
+      ASSERT_EQ(t->info->nbytes(), orig.size() * 2);
+      EXPECT_EQ(std::memcmp(f.data(*t->info), orig.data(), orig.size() * 2), 0) << name;
+      continue;
+    }
+    const std::string m = name.substr(0, name.size() - 7);
+    const CheckpointTensor* sc = c->find(m + ".weight_scale");
+    const CheckpointTensor* s2 = c->find(m + ".weight_scale_2");
+    ASSERT_TRUE(sc && s2) << name;
+    const int64_t n = t->info->shape[0], k2 = t->info->shape[1];
+    const int64_t k = k2 * 2;
+    ASSERT_EQ(t->info->dtype, Dtype::kU8);
+    ASSERT_EQ(int64_t(orig.size()), n * k);
+    ASSERT_EQ(sc->info->dtype, Dtype::kF8_E4M3);
+    ASSERT_EQ(sc->info->shape, (std::vector<int64_t>{n, k / 16}));
+    ASSERT_EQ(s2->info->dtype, Dtype::kF32);
+    ASSERT_TRUE(s2->info->shape.empty());
+    float ws2;
+    std::memcpy(&ws2, c->shards()[s2->shard]->data(*s2->info), 4);
+    const uint8_t* codes = f.data(*t->info);
+    const uint8_t* scales = c->shards()[sc->shard]->data(*sc->info);
+
+    // Independent decode and SNR.
+    double sig = 0, noise = 0;
+    float amax = 0;
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t j = 0; j < k; ++j) {
+        const uint8_t byte = codes[r * k2 + j / 2];
+        const float q = e2m1_value(j % 2 ? byte >> 4 : byte & 15u) * e4m3_value(scales[r * (k / 16) + j / 16]) * ws2;
+        const float x = bf16_to_float(orig[size_t(r * k + j)]);
+        amax = std::max(amax, std::fabs(x));
+        sig += double(x) * x;
+        noise += double(x - q) * (x - q);
+      }
+    }
+    EXPECT_EQ(ws2, amax / 2688.0f) << name;
+    EXPECT_GT(10 * std::log10(sig / noise), 15.0) << name;
+
+    // Bytes equal to the reference quantizer's kModelOpt output.
+    std::vector<uint8_t> rc(size_t(n * k2)), rs(size_t(n * k / 16));
+    Nvfp4QuantizeParams p;
+    p.input = orig.data();
+    p.input_dtype = DType::kBF16;
+    p.rows = n;
+    p.cols = k;
+    p.global_scale = &ws2;
+    p.numerics = QuantNumerics::kModelOpt;
+    p.out_codes = rc.data();
+    p.out_codes_bytes = int64_t(rc.size());
+    p.out_scales = rs.data();
+    p.out_scales_bytes = int64_t(rs.size());
+    p.scale_layout = ScaleLayout::kLinear;
+    ASSERT_TRUE(reference::quantize_nvfp4(p).is_ok());
+    EXPECT_EQ(std::memcmp(rc.data(), codes, rc.size()), 0) << name;
+    EXPECT_EQ(std::memcmp(rs.data(), scales, rs.size()), 0) << name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, int(kLayers * 7));
+
+  // Configs.
+  const auto hq = read_json(out / "hf_quant_config.json");
+  EXPECT_EQ(hq["quantization"]["quant_algo"], "NVFP4");
+  EXPECT_EQ(hq["quantization"]["group_size"], 16);
+  EXPECT_TRUE(hq["quantization"]["kv_cache_quant_algo"].is_null());
+  EXPECT_EQ(hq["quantization"]["exclude_modules"], nlohmann::json::array({"lm_head"}));
+  EXPECT_EQ(hq["producer"]["name"], "modelopt");
+  const auto cfg = read_json(out / "config.json");
+  EXPECT_EQ(cfg["architectures"][0], "LlamaForCausalLM");
+  EXPECT_EQ(cfg["quantization_config"]["quant_method"], "modelopt");
+  EXPECT_EQ(cfg["quantization_config"]["quant_algo"], "NVFP4");
+  EXPECT_EQ(cfg["quantization_config"]["ignore"], nlohmann::json::array({"lm_head"}));
+  EXPECT_TRUE(fs::exists(out / "tokenizer.json"));
+
+  const io::QuantFormatInfo fi = io::detect_quant_format(*c);
+  EXPECT_EQ(fi.nvfp4_modules, int(kLayers * 7));
+  EXPECT_EQ(fi.inconsistent_modules, 0);
+  EXPECT_NE(fi.format.find("NVFP4"), std::string::npos);
+  EXPECT_NE(fi.hf_quant_config.find("quant_algo=NVFP4"), std::string::npos);
+
+  std::unique_ptr<Checkpoint> ci;
+  ASSERT_TRUE(Checkpoint::open(in.string(), &ci).is_ok());
+  EXPECT_EQ(io::detect_quant_format(*ci).format, "unquantized (BF16)");
+
+  // Quantizing an already quantized checkpoint is refused.
+  io::QuantizeSummary sum2;
+  EXPECT_FALSE(io::quantize_checkpoint(out.string(), (out.string() + "_again"), {}, &sum2).is_ok());
+  fs::remove_all(out.string() + "_again");
+  fs::remove_all(in);
+  fs::remove_all(out);
+}
+
+TEST(CheckpointQuantizer, FusedScalesAndIncludeExclude) {
+  const fs::path in = temp_dir("in2"), out = temp_dir("out2");
+  build_checkpoint(in);
+  io::QuantizerOptions opt;
+  opt.fuse_scales = true;
+  opt.include = {"^lm_head\\.weight$"};
+  opt.exclude = {"down_proj"};
+  io::QuantizeSummary sum;
+  ASSERT_TRUE(io::quantize_checkpoint(in.string(), out.string(), opt, &sum).is_ok());
+  EXPECT_EQ(sum.quantized, int(kLayers * 6 + 1));  // no down_proj, plus lm_head
+  std::map<std::string, float> ws2_of;
+  std::map<std::string, float> group_max;
+  for (const auto& r : sum.tensors) {
+    if (!r.quantized) continue;
+    ws2_of[r.name] = r.ws2;
+    if (!r.fused_group.empty()) group_max[r.fused_group] = std::max(group_max[r.fused_group], r.amax);
+  }
+  EXPECT_TRUE(ws2_of.count("lm_head.weight"));
+  EXPECT_FALSE(ws2_of.count("model.layers.0.mlp.down_proj.weight"));
+  for (int l = 0; l < kLayers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const float q = ws2_of.at(p + "self_attn.q_proj.weight");
+    EXPECT_EQ(q, ws2_of.at(p + "self_attn.k_proj.weight"));
+    EXPECT_EQ(q, ws2_of.at(p + "self_attn.v_proj.weight"));
+    EXPECT_EQ(q, group_max.at(p + "self_attn.qkv") / 2688.0f);
+    EXPECT_EQ(ws2_of.at(p + "mlp.gate_proj.weight"), ws2_of.at(p + "mlp.up_proj.weight"));
+  }
+  const auto hq = read_json(out / "hf_quant_config.json");
+  EXPECT_EQ(hq["quantization"]["exclude_modules"],
+            nlohmann::json::array({"model.layers.0.mlp.down_proj", "model.layers.1.mlp.down_proj"}));
+  // Bad regex -> clear error.
+  io::QuantizerOptions bad;
+  bad.include = {"("};
+  const Status s = io::quantize_checkpoint(in.string(), out.string() + "_bad", bad, &sum);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("bad regex"), std::string::npos);
+  fs::remove_all(in);
+  fs::remove_all(out);
+  fs::remove_all(out.string() + "_bad");
+}
+
+TEST(CheckpointQuantizer, SingleFileAndBadIndex) {
+  const fs::path d = temp_dir("single");
+  fs::create_directories(d);
+  std::unique_ptr<SafetensorsWriter> w;
+  ASSERT_TRUE(SafetensorsWriter::create((d / "model.safetensors").string(),
+                                        {{"a.weight", Dtype::kF32, {4, 32}}, {"b.weight", Dtype::kF32, {4, 8}}}, {}, &w)
+                  .is_ok());
+  std::vector<float> a(128), b(32);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(float(i));
+  ASSERT_TRUE(w->write("a.weight", a.data(), a.size() * 4).is_ok());
+  ASSERT_TRUE(w->write("b.weight", b.data(), b.size() * 4).is_ok());  // all zero, K=8: not quantizable
+  ASSERT_TRUE(w->finish().is_ok());
+  io::QuantizerOptions opt;
+  opt.verify = true;
+  io::QuantizeSummary sum;
+  const Status s = io::quantize_checkpoint((d / "model.safetensors").string(), (d / "out").string(), opt, &sum);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(sum.quantized, 1);
+  EXPECT_FALSE(fs::exists(d / "out" / "model.safetensors.index.json"));
+  std::unique_ptr<Checkpoint> c;
+  ASSERT_TRUE(Checkpoint::open((d / "out" / "model.safetensors").string(), &c).is_ok());
+  EXPECT_NE(c->find("a.weight_scale_2"), nullptr);
+
+  // An index that points outside the directory, or at a shard lacking the tensor, is refused.
+  fs::create_directories(d / "bad");
+  fs::copy_file(d / "model.safetensors", d / "bad" / "model.safetensors");
+  std::ofstream(d / "bad" / "model.safetensors.index.json") << R"({"weight_map": {"a.weight": "../model.safetensors"}})";
+  Status e = Checkpoint::open((d / "bad").string(), &c);
+  EXPECT_NE(e.message().find("not a plain file name"), std::string::npos) << e.message();
+  std::ofstream(d / "bad" / "model.safetensors.index.json", std::ios::trunc)
+      << R"({"weight_map": {"zzz.weight": "model.safetensors"}})";
+  e = Checkpoint::open((d / "bad").string(), &c);
+  EXPECT_NE(e.message().find("does not contain it"), std::string::npos) << e.message();
+  fs::remove_all(d);
+}
