@@ -104,7 +104,9 @@ TEST(QuantizeValidation, Nvfp4BuffersAndAlignment) {
   p = valid_nvfp4();
   p.scale_layout = ScaleLayout::kLinear;
   p.out_scales_bytes = 4 * 4;  // linear needs exactly rows * cols/16
-  EXPECT_NE(nv(p), StatusCode::kBufferTooSmall);
+  // Accepted by validation; the pointers here are fake host addresses, so only check it where
+  // nothing would be launched (no GPU: kNoDevice).
+  if (!device_info().available) EXPECT_EQ(nv(p), StatusCode::kNoDevice);
   p.out_scales_bytes = 4 * 4 - 1;
   EXPECT_EQ(nv(p), StatusCode::kBufferTooSmall);
   p = valid_nvfp4();
