@@ -5,7 +5,7 @@
 
 #include "common/cuda_check.h"
 #include "fp4kit/device.h"
-#include "fp4kit/quantize.h"
+#include "gemm/stage_activations.h"
 #include "gemm/families.h"
 #include "gemm/prepacked_layout.h"
 #include "gemm/sm90/decode_launch.cuh"
@@ -13,18 +13,9 @@
 namespace fp4kit::gemm_impl {
 namespace {
 
-// W4A4 activations are decoded once, exactly, into the workspace in the output's 16-bit type and
-// then multiplied by the W4A16 kernel: on H100 this is ~2x faster than decoding A per warp in
-// registers (every warp of the grid would decode the same activations again).
-DType operand_type(const GemmParams& p) { return p.a_dtype == DType::kE2M1x2 ? p.d_dtype : p.a_dtype; }
-
 sm90::DecodeKernelFn kernel_for(const Tactic& t, const GemmParams& p) {
   if (operand_type(p) == DType::kBF16) return sm90::decode_kernel_for<__nv_bfloat16, __nv_bfloat16>(t.nt, t.rows, t.unroll);
   return sm90::decode_kernel_for<__half, __half>(t.nt, t.rows, t.unroll);
-}
-
-size_t staged_a_bytes(const GemmParams& p) {
-  return p.a_dtype == DType::kE2M1x2 ? (size_t(p.m) * size_t(p.k) * 2 + 255) / 256 * 256 : 0;
 }
 
 // Resident CTAs per SM of a kernel (queried once per kernel; 8 without a device, the maximum).
@@ -87,25 +78,8 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
                      cudaStream_t stream) {
   const DecodeGeometry g = geometry(t, p_in);
   GemmParams p = p_in;
-  if (p.a_dtype == DType::kE2M1x2) {
-    DequantizeParams dq;
-    dq.format = BlockFormat::kNVFP4;
-    dq.elements = p.a;
-    dq.scales = p.a_scales;
-    dq.scale_layout = ScaleLayout::kSwizzled128x4;
-    dq.rows = p.m;
-    dq.cols = p.k;
-    dq.output = workspace;
-    dq.output_dtype = operand_type(p_in);
-    dq.output_row_stride = p.k;
-    dq.output_bytes = int64_t(staged_a_bytes(p_in));
-    FP4KIT_RETURN_IF_ERROR(dequantize(dq, stream));
-    p.a = workspace;
-    p.a_dtype = operand_type(p_in);
-    p.lda = p.k;
-    p.a_scales = nullptr;
-    workspace = static_cast<uint8_t*>(workspace) + staged_a_bytes(p_in);
-  }
+  FP4KIT_RETURN_IF_ERROR(stage_activations(p, workspace, stream));
+  workspace = static_cast<uint8_t*>(workspace) + staged_a_bytes(p_in);
   const PrepackedShape s = prepacked_shape(p.n, p.k);
   sm90::DecodeGemmArgs a{};
   a.m = int(p.m);

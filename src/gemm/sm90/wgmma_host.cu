@@ -8,7 +8,7 @@
 
 #include "common/cuda_check.h"
 #include "fp4kit/device.h"
-#include "fp4kit/quantize.h"
+#include "gemm/stage_activations.h"
 #include "gemm/families.h"
 #include "gemm/prepacked_layout.h"
 #include "gemm/sm90/wgmma_launch.cuh"
@@ -16,18 +16,11 @@
 namespace fp4kit::gemm_impl {
 namespace {
 
-// The 16-bit type the kernel multiplies in. W4A4 stages A through the workspace, decoded exactly
-// to the output's 16-bit type (E2M1 x E4M3 fits BF16 and FP16 alike), then runs the W4A16 kernel.
-DType operand_type(const GemmParams& p) { return p.a_dtype == DType::kE2M1x2 ? p.d_dtype : p.a_dtype; }
-
 sm90::WgmmaKernel kernel_for(const Tactic& t, const GemmParams& p) {
   if (operand_type(p) == DType::kBF16) return sm90::wgmma_kernel_for<__nv_bfloat16>(t.block_n, t.block_m, t.stages);
   return sm90::wgmma_kernel_for<__half>(t.block_n, t.block_m, t.stages);
 }
 
-size_t staged_a_bytes(const GemmParams& p) {
-  return p.a_dtype == DType::kE2M1x2 ? (size_t(p.m) * size_t(p.k) * 2 + 255) / 256 * 256 : 0;
-}
 
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                                    const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
@@ -101,25 +94,7 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   const sm90::WgmmaKernel k = kernel_for(t, p_in);
   if (!k.fn) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": not instantiated");
   GemmParams p = p_in;
-  if (p.a_dtype == DType::kE2M1x2) {
-    // W4A4: decode the NVFP4 activations (codes + 128x4 scales, no global scale) exactly into the
-    // workspace; alpha = 1/(gs_a gs_b) is applied by the kernel's epilogue as for W4A16.
-    DequantizeParams dq;
-    dq.format = BlockFormat::kNVFP4;
-    dq.elements = p.a;
-    dq.scales = p.a_scales;
-    dq.scale_layout = ScaleLayout::kSwizzled128x4;
-    dq.rows = p.m;
-    dq.cols = p.k;
-    dq.output = workspace;
-    dq.output_dtype = operand_type(p);
-    dq.output_row_stride = p.k;
-    dq.output_bytes = int64_t(staged_a_bytes(p));
-    FP4KIT_RETURN_IF_ERROR(dequantize(dq, stream));
-    p.a = workspace;
-    p.a_dtype = operand_type(p_in);
-    p.lda = p.k;
-  }
+  FP4KIT_RETURN_IF_ERROR(stage_activations(p, workspace, stream));
   const PrepackedShape s = prepacked_shape(p.n, p.k);
   const int64_t lda = p.lda ? p.lda : p.k;
 
