@@ -30,6 +30,7 @@
 #include "fp4kit/types.h"
 #include "bench_util.h"
 #include "gemm_bench_support.h"
+#include "gemm/tactics.h"  // heuristic_tactic: the untuned choice, for --tactic all
 
 namespace fp4kit::bench {
 
@@ -437,6 +438,13 @@ class GemmBench {
   CublasLtGemm lt_;
   ShapeBuffers sb_;
   std::vector<Row> rows_;
+  // --tactic all: per point, auto (tuned cache or heuristic) and the untuned heuristic vs the best.
+  struct TacticGap {
+    std::string shape, impl, best, automatic, heuristic;
+    int64_t m = 0;
+    double auto_ratio = kNaN, heur_ratio = kNaN;  // time / best time (>= 1)
+  };
+  std::vector<TacticGap> gaps_;
   std::vector<GemmTacticInfo> tactics_;
   int failures_ = 0;
   bool sticky_error_ = false;
@@ -1002,6 +1010,20 @@ Status GemmBench::run_fp4kit(const GemmBenchShape& shape, int64_t m, Impl impl, 
       if ((*rows)[i].us < (*rows)[best].us) best = i;
     }
     (*rows)[best].best_of_all = true;
+    const int heur_id = gemm_impl::heuristic_tactic(base, sm_count_);
+    TacticGap gap;
+    gap.shape = shape.name;
+    gap.impl = impl_name(impl);
+    gap.m = m;
+    gap.best = tactic_name((*rows)[best].tactic_id);
+    gap.automatic = tactic_name(auto_id);
+    gap.heuristic = tactic_name(heur_id);
+    for (size_t i : mine) {
+      const Row& x = (*rows)[i];
+      if (x.tactic_id == auto_id) gap.auto_ratio = x.us / (*rows)[best].us;
+      if (x.tactic_id == heur_id) gap.heur_ratio = x.us / (*rows)[best].us;
+    }
+    gaps_.push_back(gap);
     Row b = (*rows)[best];
     b.is_best_row = true;
     b.best_of_all = false;
@@ -1241,6 +1263,45 @@ void GemmBench::print_report() {
       if (r.checked) {
         ++checked;
         if (r.check_ok) ++passed;
+      }
+    }
+    if (!gaps_.empty()) {
+      // Issue #6's acceptance: auto within 2% of the best tactic, the heuristic within 10%.
+      const TacticGap* worst_auto = nullptr;
+      const TacticGap* worst_heur = nullptr;
+      int auto_over = 0, heur_over = 0, auto_missing = 0;
+      for (const TacticGap& g : gaps_) {
+        if (std::isnan(g.auto_ratio)) ++auto_missing;
+        else if (g.auto_ratio > 1.02) ++auto_over;
+        if (!std::isnan(g.heur_ratio) && g.heur_ratio > 1.10) ++heur_over;
+        if (!std::isnan(g.auto_ratio) && (!worst_auto || g.auto_ratio > worst_auto->auto_ratio)) worst_auto = &g;
+        if (!std::isnan(g.heur_ratio) && (!worst_heur || g.heur_ratio > worst_heur->heur_ratio)) worst_heur = &g;
+      }
+      auto line = [&](const char* what, const TacticGap* g, double ratio, int over, double limit) {
+        char b[512];
+        if (!g) {
+          std::snprintf(b, sizeof(b), "tactics: %s vs best: no point measured\n", what);
+        } else {
+          std::snprintf(b, sizeof(b),
+                        "tactics: %s vs best over %zu points: worst %.3fx (%s %s M=%lld: %s vs best %s); "
+                        "%d point(s) over %.0f%%\n",
+                        what, gaps_.size(), ratio, g->shape.c_str(), g->impl.c_str(), (long long)g->m,
+                        (std::string(what) == "auto" ? g->automatic : g->heuristic).c_str(), g->best.c_str(), over,
+                        (limit - 1) * 100);
+        }
+        sum << b;
+      };
+      line("auto", worst_auto, worst_auto ? worst_auto->auto_ratio : kNaN, auto_over, 1.02);
+      line("heuristic", worst_heur, worst_heur ? worst_heur->heur_ratio : kNaN, heur_over, 1.10);
+      if (auto_missing) sum << "tactics: " << auto_missing << " point(s) where the auto tactic did not run\n";
+      for (const TacticGap& g : gaps_) {
+        if ((!std::isnan(g.auto_ratio) && g.auto_ratio > 1.02) || (!std::isnan(g.heur_ratio) && g.heur_ratio > 1.10)) {
+          char b[512];
+          std::snprintf(b, sizeof(b), "  gap: %s %s M=%lld best %s | auto %s %.3fx | heuristic %s %.3fx\n",
+                        g.shape.c_str(), g.impl.c_str(), (long long)g.m, g.best.c_str(), g.automatic.c_str(),
+                        g.auto_ratio, g.heuristic.c_str(), g.heur_ratio);
+          sum << b;
+        }
       }
     }
     char buf[256];

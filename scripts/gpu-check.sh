@@ -270,7 +270,7 @@ if [ "$BENCH" != none ] && [ -x "$cli" ]; then
       summary+=("bench_$which|FAILED|exit $step_rc$([ "$step_timed_out" = 1 ] && echo ' (timeout)'), ${step_s} s")
     fi
     # The benchmarks' verdict lines ("summary: ...", "checks: ...", "RESULT: ...").
-    while read -r line; do bench_lines+=("$which: $line"); done < <(grep -iE '^(summary:|checks:|result:)' "$log" | head -n 6 | cut -c1-160)
+    while read -r line; do bench_lines+=("$which: $line"); done < <(grep -iE '^(summary:|checks:|result:|tactics:)' "$log" | head -n 8 | cut -c1-160)
   done
 fi
 

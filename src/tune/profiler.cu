@@ -21,6 +21,9 @@
 namespace fp4kit {
 namespace {
 
+// tune_gemm keeps the heuristic's tactic unless another is faster by more than this fraction.
+constexpr double kTuneTieMargin = 0.015;
+
 Status cuda_status(cudaError_t e, const std::string& what) {
   if (e == cudaSuccess) return Status::ok();
   cudaGetLastError();
@@ -327,6 +330,16 @@ Status tune_gemm(const std::vector<GemmShape>& shapes, const std::vector<int64_t
           r.best_us = t.us;
         }
         if (t.tactic == r.heuristic_tactic) r.heuristic_us = t.us;
+      }
+      // A near-tie is not evidence: timings of equally fast tactics swap from run to run (and
+      // between graph replay here and eager calls elsewhere). Keep the heuristic's tactic unless
+      // another one beats it by more than kTuneTieMargin.
+      if (r.heuristic_us >= 0 && r.best_tactic != r.heuristic_tactic &&
+          r.best_us * (1.0 + kTuneTieMargin) >= r.heuristic_us) {
+        r.best_tactic = r.heuristic_tactic;
+        r.best_us = r.heuristic_us;
+        for (const TacticTiming& t : r.timings)
+          if (t.tactic == r.heuristic_tactic) r.best_name = t.name;
       }
       if (cache && r.best_tactic >= 0) {
         TuneEntry e;

@@ -97,12 +97,90 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
   a.ldd = p.ldd ? p.ldd : p.n;
   a.partials = static_cast<float*>(workspace);
   a.counters = reinterpret_cast<int*>(a.partials + g.partial_floats);
+  a.slots = 1;
   // The kernel leaves the counters at zero; clearing them here as well makes a workspace that was
   // never initialized (or was used by an aborted launch) safe. A memset node is graph-capturable.
   FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), "gemm: counter reset");
   const sm90::DecodeKernelFn fn = kernel_for(t, p);
   fn<<<dim3(unsigned(g.ctas), unsigned(g.token_groups)), sm90::kDecodeWarps * 32, 0, stream>>>(a);
   return detail::cuda_status(cudaGetLastError(), ("gemm: launch " + t.name).c_str());
+}
+
+// ---- grouped mode (gemm/grouped.h) ------------------------------------------------------------------
+namespace {
+
+sm90::DecodeKernelFn grouped_kernel_for(const GroupedTactic& t, const GroupedGemmParams& p) {
+  if (p.a_dtype == DType::kBF16) return sm90::grouped_decode_kernel_for<__nv_bfloat16>(t.nt, t.rows, t.unroll);
+  return sm90::grouped_decode_kernel_for<__half>(t.nt, t.rows, t.unroll);
+}
+
+// Slots: at most one per group and one per row (a group with rows is active), so the static unit
+// list covers every active group however the rows are distributed.
+DecodeGeometry grouped_geometry(const GroupedTactic& t, const GroupedGemmParams& p, int64_t* slots) {
+  const PrepackedShape s = prepacked_shape(p.n, p.k);
+  *slots = std::max<int64_t>(1, std::min(p.groups, p.max_rows));
+  DecodeGeometry g;
+  g.row_blocks = (p.n + 16 * t.rows - 1) / (16 * t.rows);
+  g.token_groups = std::max<int64_t>(1, (std::min(p.max_group_rows, p.max_rows) + t.nt * 8 - 1) / (t.nt * 8));
+  g.k_chunks = s.k_chunks;
+  g.units = *slots * g.row_blocks * g.k_chunks;
+  const int sms = device_info().available ? device_info().sm_count : 132;
+  const sm90::DecodeKernelFn fn = grouped_kernel_for(t, p);
+  const int64_t resident = int64_t(sms) * (fn ? ctas_per_sm(fn) : 1);
+  g.ctas = std::max<int64_t>(1, std::min(resident, (g.units + sm90::kDecodeWarps - 1) / sm90::kDecodeWarps));
+  g.warps = std::min(g.ctas * sm90::kDecodeWarps, g.units);
+  g.partial_floats = g.token_groups * g.warps * 2 * 32 * (t.rows * t.nt * 4);
+  g.counters = g.token_groups * *slots * g.row_blocks;
+  return g;
+}
+
+}  // namespace
+
+Status grouped_decode_can_implement(const GroupedTactic& t, const GroupedGemmParams& p) {
+  if (!grouped_kernel_for(t, p)) return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": not instantiated");
+  int64_t slots = 0;
+  const DecodeGeometry g = grouped_geometry(t, p, &slots);
+  if (g.token_groups > 65535)
+    return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": too many token groups");
+  return Status::ok();
+}
+
+size_t grouped_decode_workspace_bytes(const GroupedTactic& t, const GroupedGemmParams& p) {
+  int64_t slots = 0;
+  const DecodeGeometry g = grouped_geometry(t, p, &slots);
+  return size_t(g.partial_floats) * 4 + size_t(g.counters) * 4;
+}
+
+Status grouped_decode_launch(const GroupedTactic& t, const GroupedGemmParams& p, void* workspace, cudaStream_t stream) {
+  int64_t slots = 0;
+  const DecodeGeometry g = grouped_geometry(t, p, &slots);
+  const PrepackedShape s = prepacked_shape(p.n, p.k);
+  sm90::DecodeGemmArgs a{};
+  a.m = 0;  // per group
+  a.n = int(p.n);
+  a.k = int(p.k);
+  a.a = p.a;
+  a.lda = p.lda ? p.lda : p.k;
+  a.b_codes = static_cast<const uint4*>(p.b_prepacked);
+  a.b_scales = nullptr;  // per group
+  a.k_chunks = g.k_chunks;
+  a.row_blocks = g.row_blocks;
+  a.alpha = p.alpha;
+  a.bias = nullptr;
+  a.d = p.d;
+  a.ldd = p.ldd ? p.ldd : p.n;
+  a.partials = static_cast<float*>(workspace);
+  a.counters = reinterpret_cast<int*>(a.partials + g.partial_floats);
+  a.slots = slots;
+  a.offsets = p.offsets;
+  a.active = p.active;
+  a.num_active = p.num_active;
+  a.group_bytes = s.bytes();
+  a.code_bytes = s.code_bytes();
+  FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), "grouped gemm: counter reset");
+  const sm90::DecodeKernelFn fn = grouped_kernel_for(t, p);
+  fn<<<dim3(unsigned(g.ctas), unsigned(g.token_groups)), sm90::kDecodeWarps * 32, 0, stream>>>(a);
+  return detail::cuda_status(cudaGetLastError(), (std::string("grouped gemm: launch ") + t.name).c_str());
 }
 
 }  // namespace fp4kit::gemm_impl

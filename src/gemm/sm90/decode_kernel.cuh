@@ -44,8 +44,47 @@ struct DecodeGemmArgs {
   void* d;
   int64_t ldd;
   float* partials;           // [gridDim.y][total warps][2 slots][32 lanes][R*NT*4]
-  int* counters;             // [gridDim.y][row_blocks], zero before the launch, zero after
+  int* counters;             // [gridDim.y][slots * row_blocks], zero before the launch, zero after
+  // Grouped mode (gemm/grouped.h): `slots` copies of the (row block, chunk) unit list, slot s
+  // standing for group active[s] if s < *num_active; m, a, d, b and alpha are then per group.
+  int64_t slots;             // 1 in dense mode
+  const int* offsets;        // [groups + 1]
+  const int* active;         // [slots]
+  const int* num_active;
+  int64_t group_bytes;       // prepacked bytes per group
+  int64_t code_bytes;        // offset of the scales inside a group's buffer
 };
+
+// The problem one row block belongs to: the whole GEMM (dense) or one group (grouped).
+struct DecodeView {
+  int m;
+  const void* a;
+  const uint4* b_codes;
+  const uint2* b_scales;
+  void* d;
+  float alpha;
+};
+
+__device__ __forceinline__ DecodeView dense_view(const DecodeGemmArgs& args) {
+  return DecodeView{args.m, args.a, args.b_codes, args.b_scales, args.d, *args.alpha};
+}
+
+// Grouped mode: the view of slot `slot`, or m = 0 when the slot is inactive.
+template <typename T, typename OutT>
+__device__ __forceinline__ DecodeView group_view(const DecodeGemmArgs& args, int64_t slot) {
+  DecodeView v{0, nullptr, nullptr, nullptr, nullptr, 0.0f};
+  if (slot >= __ldg(args.num_active)) return v;
+  const int g = __ldg(args.active + slot);
+  const int row0 = __ldg(args.offsets + g);
+  v.m = __ldg(args.offsets + g + 1) - row0;
+  v.a = static_cast<const T*>(args.a) + int64_t(row0) * args.lda;
+  const uint8_t* base = reinterpret_cast<const uint8_t*>(args.b_codes) + int64_t(g) * args.group_bytes;
+  v.b_codes = reinterpret_cast<const uint4*>(base);
+  v.b_scales = reinterpret_cast<const uint2*>(base + args.code_bytes);
+  v.d = static_cast<OutT*>(args.d) + int64_t(row0) * args.ldd;
+  v.alpha = __ldg(args.alpha + g);
+  return v;
+}
 
 __device__ __forceinline__ uint4 load_stream_u4(const uint4* p) {
   uint4 v;
@@ -107,8 +146,8 @@ struct ChunkRegs {
 };
 
 template <typename T, int NT, int R, int U>
-__device__ __forceinline__ void load_group(const DecodeGemmArgs& args, ChunkRegs<NT, R, U>& regs, int64_t rb,
-                                           int64_t j0, int64_t j_end, int tok0, int lane) {
+__device__ __forceinline__ void load_group(const DecodeGemmArgs& args, const DecodeView& v, ChunkRegs<NT, R, U>& regs,
+                                           int64_t rb, int64_t j0, int64_t j_end, int tok0, int lane) {
   const int g = lane >> 2, c = lane & 3;
 #pragma unroll
   for (int u = 0; u < U; ++u) {
@@ -118,8 +157,8 @@ __device__ __forceinline__ void load_group(const DecodeGemmArgs& args, ChunkRegs
     for (int r = 0; r < R; ++r) {
       const int64_t tile = rb * R + r;
       const int64_t chunk = tile * args.k_chunks + j;
-      regs.codes[u][r] = valid ? load_stream_u4(args.b_codes + chunk * 32 + lane) : make_uint4(0, 0, 0, 0);
-      regs.scales[u][r] = valid ? load_stream_u2(args.b_scales + chunk * 8 + g) : make_uint2(0, 0);
+      regs.codes[u][r] = valid ? load_stream_u4(v.b_codes + chunk * 32 + lane) : make_uint4(0, 0, 0, 0);
+      regs.scales[u][r] = valid ? load_stream_u2(v.b_scales + chunk * 8 + g) : make_uint2(0, 0);
     }
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
@@ -128,9 +167,9 @@ __device__ __forceinline__ void load_group(const DecodeGemmArgs& args, ChunkRegs
       for (int s = 0; s < 4; ++s) {
         const int64_t kb = j * 64 + 16 * s;
         uint32_t b0 = 0, b1 = 0;
-        if (valid && tok < args.m && kb < args.k) {
+        if (valid && tok < v.m && kb < args.k) {
           const int64_t kk = kb + 2 * c;
-          const T* row = static_cast<const T*>(args.a) + int64_t(tok) * args.lda;
+          const T* row = static_cast<const T*>(v.a) + int64_t(tok) * args.lda;
           b0 = __ldg(reinterpret_cast<const unsigned int*>(row + kk));
           b1 = __ldg(reinterpret_cast<const unsigned int*>(row + kk + 8));
         }
@@ -164,11 +203,12 @@ __device__ __forceinline__ void compute_group(const ChunkRegs<NT, R, U>& regs, f
 
 // Writes D for row block rb from the accumulator fragments (already summed).
 template <typename OutT, int NT, int R>
-__device__ __forceinline__ void store_block(const DecodeGemmArgs& args, const float (&acc)[R][NT][4], int64_t rb,
-                                            int tok0, int lane, float alpha) {
+__device__ __forceinline__ void store_block(const DecodeGemmArgs& args, const DecodeView& v, const float (&acc)[R][NT][4],
+                                            int64_t rb, int tok0, int lane) {
   constexpr float kMul = kWeightDecodeScale;
+  const float alpha = v.alpha;
   const int g = lane >> 2, c = lane & 3;
-  OutT* d = static_cast<OutT*>(args.d);
+  OutT* d = static_cast<OutT*>(v.d);
   const OutT* bias = static_cast<const OutT*>(args.bias);
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -182,32 +222,50 @@ __device__ __forceinline__ void store_block(const DecodeGemmArgs& args, const fl
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int tok = tok0 + nt * 8 + 2 * c + e;
-          if (tok < args.m) d[int64_t(tok) * args.ldd + row] = to_out<OutT>((acc[r][nt][2 * h + e] * kMul) * alpha + b);
+          if (tok < v.m) d[int64_t(tok) * args.ldd + row] = to_out<OutT>((acc[r][nt][2 * h + e] * kMul) * alpha + b);
         }
     }
 }
 
 // T: MMA operand type (bf16 or half). OutT: output type. NT: 8-token MMA tiles; R: 16-row tiles
-// per row block; U: chunks per load group.
-template <typename T, typename OutT, int NT, int R, int U>
+// per row block; U: chunks per load group. G: grouped mode (row blocks of all slots in one list).
+template <typename T, typename OutT, int NT, int R, int U, bool G = false>
 __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
     decode_gemm_kernel(const DecodeGemmArgs args) {
   constexpr int kAcc = R * NT * 4;
   const int lane = threadIdx.x & 31;
-  const int64_t total = args.row_blocks * args.k_chunks;
+  const int64_t all_row_blocks = G ? args.slots * args.row_blocks : args.row_blocks;
+  const int64_t total = all_row_blocks * args.k_chunks;
   // No more warps than units, so that every warp's range is non-empty (the fix-up counts arrivals).
   const int64_t warps = min(int64_t(gridDim.x) * kDecodeWarps, total);
   const int64_t gw = int64_t(blockIdx.x) * kDecodeWarps + (threadIdx.x >> 5);
   if (gw >= warps) return;
   const int tok0 = blockIdx.y * NT * 8;
   const int64_t begin = range_begin(total, warps, gw), end = range_begin(total, warps, gw + 1);
-  const float alpha = *args.alpha;
+  DecodeView view{};
+  if constexpr (!G) view = dense_view(args);
+  int64_t view_slot = -1;
 
   for (int64_t pos = begin; pos < end;) {
-    const int64_t rb = pos / args.k_chunks;
-    const int64_t block_first = rb * args.k_chunks;
+    const int64_t grb = pos / args.k_chunks;  // row block in the list of all slots
+    const int64_t block_first = grb * args.k_chunks;
     const int64_t seg_end = min(end, block_first + args.k_chunks);
     const int64_t j_end = seg_end - block_first;
+    int64_t rb = grb;
+    if constexpr (G) {
+      const int64_t slot = grb / args.row_blocks;
+      rb = grb - slot * args.row_blocks;
+      if (slot != view_slot) {
+        view = group_view<T, OutT>(args, slot);
+        view_slot = slot;
+      }
+      // Inactive slot, or no tokens of this group in this token tile: every warp sharing the row
+      // block sees the same and skips it, so the fix-up below never waits for it.
+      if (tok0 >= view.m) {
+        pos = seg_end;
+        continue;
+      }
+    }
 
     float acc[R][NT][4];
 #pragma unroll
@@ -219,13 +277,13 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 
     for (int64_t j = pos - block_first; j < j_end; j += U) {
       ChunkRegs<NT, R, U> regs;
-      load_group<T, NT, R, U>(args, regs, rb, j, j_end, tok0, lane);
+      load_group<T, NT, R, U>(args, view, regs, rb, j, j_end, tok0, lane);
       compute_group<T, NT, R, U>(regs, acc);
     }
 
     const bool whole = pos == block_first && seg_end == block_first + args.k_chunks;
     if (whole) {
-      store_block<OutT, NT, R>(args, acc, rb, tok0, lane, alpha);
+      store_block<OutT, NT, R>(args, view, acc, rb, tok0, lane);
     } else {
       // Partial row block: publish, and let the last of its warps finish it in warp order.
       const int slot = pos == begin ? 0 : 1;
@@ -240,7 +298,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
       __syncwarp();
       const int64_t first_warp = warp_of(total, warps, block_first);
       const int64_t last_warp = warp_of(total, warps, block_first + args.k_chunks - 1);
-      int* counter = args.counters + int64_t(blockIdx.y) * args.row_blocks + rb;
+      int* counter = args.counters + int64_t(blockIdx.y) * all_row_blocks + grb;
       int arrived = 0;
       if (lane == 0) arrived = atomicAdd(counter, 1);
       arrived = __shfl_sync(0xffffffffu, arrived, 0);
@@ -262,7 +320,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 #pragma unroll
               for (int i = 0; i < 4; ++i) acc[r][nt][i] += __ldcg(p + (r * NT + nt) * 4 + i);
         }
-        store_block<OutT, NT, R>(args, acc, rb, tok0, lane, alpha);
+        store_block<OutT, NT, R>(args, view, acc, rb, tok0, lane);
         if (lane == 0) *counter = 0;  // ready for the next launch
       }
     }

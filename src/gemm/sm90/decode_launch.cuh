@@ -27,4 +27,18 @@ DecodeKernelFn decode_kernel_for(int nt, int r, int u) {
   return nullptr;
 }
 
+// Grouped mode (gemm/grouped.h): the configurations the grouped tactic table lists.
+// Keep in sync with grouped.cu. Instantiated in grouped_decode_*.cu.
+template <typename T>
+DecodeKernelFn grouped_decode_kernel_for(int nt, int r, int u) {
+#define FP4KIT_GROUPED_DECODE_CASE(NT, R, U) \
+  if (nt == NT && r == R && u == U) return &decode_gemm_kernel<T, T, NT, R, U, true>;
+  FP4KIT_GROUPED_DECODE_CASE(1, 1, 4)
+  FP4KIT_GROUPED_DECODE_CASE(1, 2, 4)
+  FP4KIT_GROUPED_DECODE_CASE(2, 2, 2)
+  FP4KIT_GROUPED_DECODE_CASE(4, 2, 1)
+#undef FP4KIT_GROUPED_DECODE_CASE
+  return nullptr;
+}
+
 }  // namespace fp4kit::gemm_impl::sm90

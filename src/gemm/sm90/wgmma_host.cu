@@ -47,7 +47,7 @@ Status encode_fn(EncodeTiledFn* out) {
 Status encode(EncodeTiledFn fn, CUtensorMap* map, CUtensorMapDataType type, int rank, const void* addr,
               const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle,
               const char* what) {
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};  // up to rank 5
   const CUresult r = fn(map, type, cuuint32_t(rank), const_cast<void*>(addr), dims, strides, box, elem_strides,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -144,6 +144,82 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   const int grid = std::max(1, std::min(a.num_tiles, sms));
   k.fn<<<grid, sm90::kWgThreads, k.smem_bytes, stream>>>(map_a, map_w, map_s, a);
   return detail::cuda_status(cudaGetLastError(), ("gemm: launch " + t.name).c_str());
+}
+
+// ---- grouped mode (gemm/grouped.h) ------------------------------------------------------------------
+namespace {
+sm90::WgmmaKernel grouped_kernel_for(const GroupedTactic& t, const GroupedGemmParams& p) {
+  if (p.a_dtype == DType::kBF16) return sm90::grouped_wgmma_kernel_for<__nv_bfloat16>(t.block_n, t.block_m, t.stages);
+  return sm90::grouped_wgmma_kernel_for<__half>(t.block_n, t.block_m, t.stages);
+}
+}  // namespace
+
+Status grouped_wgmma_can_implement(const GroupedTactic& t, const GroupedGemmParams& p) {
+  if (!grouped_kernel_for(t, p).fn)
+    return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": not instantiated");
+  if (p.groups > sm90::kWgMaxGroups)
+    return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": more than " +
+                                                 std::to_string(sm90::kWgMaxGroups) + " groups");
+  // Tiles of all groups together: at most ceil(rows/BM) + groups m tiles per n tile.
+  const int64_t m_tiles = ceil_div(p.max_rows, t.block_m) + p.groups;
+  if (m_tiles * ceil_div(p.n, t.block_n) >= (int64_t(1) << 31))
+    return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": too many tiles");
+  return Status::ok();
+}
+
+Status grouped_wgmma_launch(const GroupedTactic& t, const GroupedGemmParams& p, cudaStream_t stream) {
+  const sm90::WgmmaKernel k = grouped_kernel_for(t, p);
+  if (!k.fn) return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": not instantiated");
+  const PrepackedShape s = prepacked_shape(p.n, p.k);
+  const int64_t lda = p.lda ? p.lda : p.k;
+  EncodeTiledFn fn = nullptr;
+  FP4KIT_RETURN_IF_ERROR(encode_fn(&fn));
+  CUtensorMap map_a, map_w, map_s;
+  {
+    const cuuint64_t dims[2] = {cuuint64_t(p.k), cuuint64_t(p.max_rows)};
+    const cuuint64_t strides[1] = {cuuint64_t(lda) * 2};
+    const cuuint32_t box[2] = {64, cuuint32_t(t.block_m)};
+    const CUtensorMapDataType type =
+        p.a_dtype == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    FP4KIT_RETURN_IF_ERROR(encode(fn, &map_a, type, 2, p.a, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B, "A"));
+  }
+  {
+    // Per group: [row tile][k chunk][128 words] codes, then [row tile][k chunk][16 words] scales;
+    // groups s.bytes() apart.
+    const cuuint64_t dims[4] = {kChunkCodeBytes / 4, cuuint64_t(s.k_chunks), cuuint64_t(s.row_tiles), cuuint64_t(p.groups)};
+    const cuuint64_t strides[3] = {kChunkCodeBytes, cuuint64_t(s.k_chunks) * kChunkCodeBytes, cuuint64_t(s.bytes())};
+    const cuuint32_t box[4] = {kChunkCodeBytes / 4, 1, cuuint32_t(t.block_n / kChunkRows), 1};
+    FP4KIT_RETURN_IF_ERROR(encode(fn, &map_w, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, p.b_prepacked, dims, strides, box,
+                                  CU_TENSOR_MAP_SWIZZLE_NONE, "grouped B codes"));
+  }
+  {
+    const cuuint64_t dims[4] = {kChunkScaleBytes / 4, cuuint64_t(s.k_chunks), cuuint64_t(s.row_tiles), cuuint64_t(p.groups)};
+    const cuuint64_t strides[3] = {kChunkScaleBytes, cuuint64_t(s.k_chunks) * kChunkScaleBytes, cuuint64_t(s.bytes())};
+    const cuuint32_t box[4] = {kChunkScaleBytes / 4, 1, cuuint32_t(t.block_n / kChunkRows), 1};
+    const void* scales = static_cast<const uint8_t*>(p.b_prepacked) + s.code_bytes();
+    FP4KIT_RETURN_IF_ERROR(encode(fn, &map_s, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, scales, dims, strides, box,
+                                  CU_TENSOR_MAP_SWIZZLE_NONE, "grouped B scales"));
+  }
+  sm90::WgmmaGemmArgs a{};
+  a.m = 0;
+  a.n = int(p.n);
+  a.k_chunks = int(s.k_chunks);
+  a.n_tiles = int(ceil_div(p.n, t.block_n));
+  a.m_tiles = 0;
+  a.num_tiles = 0;  // counted on the device
+  a.alpha = p.alpha;
+  a.bias = nullptr;
+  a.d = p.d;
+  a.ldd = p.ldd ? p.ldd : p.n;
+  a.offsets = p.offsets;
+  a.groups = int(p.groups);
+  FP4KIT_RETURN_IF_ERROR(ensure_smem(k));
+  const int sms = device_info().available ? device_info().sm_count : 132;
+  // Persistent: one CTA per SM, or fewer when even the most tiles possible would not fill them.
+  const int64_t max_tiles = (ceil_div(p.max_rows, t.block_m) + std::min(p.groups, p.max_rows)) * a.n_tiles;
+  const int grid = int(std::max<int64_t>(1, std::min<int64_t>(max_tiles, sms)));
+  k.fn<<<grid, sm90::kWgThreads, k.smem_bytes, stream>>>(map_a, map_w, map_s, a);
+  return detail::cuda_status(cudaGetLastError(), (std::string("grouped gemm: launch ") + t.name).c_str());
 }
 
 }  // namespace fp4kit::gemm_impl

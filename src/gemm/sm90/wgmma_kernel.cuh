@@ -43,12 +43,18 @@ constexpr int kWgGroupN = 8;     // n-tiles per raster group
 struct WgmmaGemmArgs {
   int m, n;
   int k_chunks;
-  int n_tiles, m_tiles, num_tiles;
-  const float* alpha;
+  int n_tiles, m_tiles, num_tiles;  // grouped mode: m_tiles and num_tiles are per group / on device
+  const float* alpha;               // grouped mode: [groups]
   const void* bias;
   void* d;
   int64_t ldd;
+  // Grouped mode (gemm/grouped.h): group g owns rows [offsets[g], offsets[g+1]) of A and D and its
+  // weights are slice g of the 4D tensor maps; tiles are enumerated group by group.
+  const int* offsets;
+  int groups;
 };
+
+constexpr int kWgMaxGroups = 1024;  // grouped mode: tile prefix sums live in shared memory
 
 template <int BN, int BM, int S>
 struct WgCfg {
@@ -65,7 +71,8 @@ struct WgCfg {
   static constexpr int kWOff = S * kABytes;
   static constexpr int kSOff = kWOff + S * kWBytes;
   static constexpr int kBarOff = kSOff + S * kSBytes;
-  static constexpr int kSmemBytes = kBarOff + 2 * S * 8 + 1024;  // + alignment slack
+  static constexpr int kPrefixOff = kBarOff + 2 * S * 8;         // grouped mode: int[kWgMaxGroups + 1]
+  static constexpr int kSmemBytes = kPrefixOff + 4 * (kWgMaxGroups + 1) + 1024;  // + alignment slack
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA on sm_90");
 };
 
@@ -104,6 +111,14 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
       "[%5];" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0, int c1,
+                                            int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
       : "memory");
 }
 __device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap* map) {
@@ -174,19 +189,71 @@ __device__ __forceinline__ float wg_from_out(OutT v) {
 }
 
 // Tile t -> (n tile, m tile): groups of kWgGroupN n-tiles, n fastest inside a group.
-__device__ __forceinline__ void wg_tile_coords(const WgmmaGemmArgs& args, int t, int& nt, int& mt) {
-  const int per_group = kWgGroupN * args.m_tiles;
+__device__ __forceinline__ void wg_raster(int n_tiles, int m_tiles, int t, int& nt, int& mt) {
+  const int per_group = kWgGroupN * m_tiles;
   const int group = t / per_group;
   const int local = t - group * per_group;
   const int n_first = group * kWgGroupN;
-  const int gs = min(kWgGroupN, args.n_tiles - n_first);
+  const int gs = min(kWgGroupN, n_tiles - n_first);
   nt = n_first + local % gs;
   mt = local / gs;
 }
 
+// One output tile: weight rows [nt*BN, +BN), rows [row0 + mt*BM, +BM) of A/D of which the first
+// `rows - mt*BM` are valid, group g (0 in dense mode).
+struct WgTile {
+  int nt, mt, g, row0, rows;
+};
+
+template <bool G, int BM>
+__device__ __forceinline__ WgTile wg_tile(const WgmmaGemmArgs& args, const int* prefix, int t) {
+  WgTile x;
+  if constexpr (!G) {
+    wg_raster(args.n_tiles, args.m_tiles, t, x.nt, x.mt);
+    x.g = 0;
+    x.row0 = 0;
+    x.rows = args.m;
+  } else {
+    // The group whose tile range holds t: the last g with prefix[g] <= t (binary search).
+    int lo = 0, hi = args.groups - 1;
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) >> 1;
+      if (prefix[mid] <= t) lo = mid;
+      else hi = mid - 1;
+    }
+    x.g = lo;
+    x.row0 = __ldg(args.offsets + lo);
+    x.rows = __ldg(args.offsets + lo + 1) - x.row0;
+    wg_raster(args.n_tiles, (x.rows + BM - 1) / BM, t - prefix[lo], x.nt, x.mt);
+  }
+  return x;
+}
+
+// Grouped mode: prefix[g] = tiles of groups < g (prefix[groups] = all tiles), by warp 0.
+template <int BM>
+__device__ __forceinline__ void wg_group_prefix(const WgmmaGemmArgs& args, int* prefix, int lane) {
+  int carry = 0;
+  if (lane == 0) prefix[0] = 0;
+  for (int g0 = 0; g0 < args.groups; g0 += 32) {
+    const int g = g0 + lane;
+    int tiles = 0;
+    if (g < args.groups) {
+      const int rows = __ldg(args.offsets + g + 1) - __ldg(args.offsets + g);
+      tiles = rows > 0 ? ((rows + BM - 1) / BM) * args.n_tiles : 0;
+    }
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, tiles, d);
+      if (lane >= d) tiles += v;
+    }
+    if (g < args.groups) prefix[g + 1] = carry + tiles;
+    carry += __shfl_sync(0xffffffffu, tiles, 31);
+  }
+}
+
 // ---- kernel ------------------------------------------------------------------------------------------
 // T: activation / operand type (bf16 or half); D and bias are T as well (W4A16).
-template <typename T, int BN, int BM, int S>
+template <typename T, int BN, int BM, int S, bool G = false>
 __global__ void __launch_bounds__(kWgThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_w,
                       const __grid_constant__ CUtensorMap tma_s, const WgmmaGemmArgs args) {
@@ -201,6 +268,10 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
+  int* prefix = reinterpret_cast<int*>(smem_raw + (smem_base - smem_u32(smem_raw)) + Cfg::kPrefixOff);
+  if constexpr (G) {
+    if (warp == 0) wg_group_prefix<BM>(args, prefix, lane);
+  }
 
   if (threadIdx.x == 0) {
     tma_prefetch_desc(&tma_a);
@@ -215,6 +286,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   }
   __syncthreads();
+  const int num_tiles = G ? prefix[args.groups] : args.num_tiles;
 
   if (warp < 4) {
     // ---------------- producer warpgroup ----------------
@@ -222,18 +294,22 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     if (warp == 0 && lane == 0) {
       int stage = 0;
       uint32_t phase = 0;
-      for (int tile = blockIdx.x; tile < args.num_tiles; tile += gridDim.x) {
-        int nt, mt;
-        wg_tile_coords(args, tile, nt, mt);
-        const int row_tile0 = nt * (BN / 16);
-        const int tok0 = mt * BM;
+      for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+        const WgTile x = wg_tile<G, BM>(args, prefix, tile);
+        const int row_tile0 = x.nt * (BN / 16);
+        const int tok0 = x.row0 + x.mt * BM;
         for (int kb = 0; kb < args.k_chunks; ++kb) {
           mbar_wait(empty_bar + 8 * stage, phase ^ 1u);
           const uint32_t fb = full_bar + 8 * stage;
           mbar_arrive_expect_tx(fb, Cfg::kStageTx);
           tma_load_2d(a_base + stage * Cfg::kABytes, &tma_a, fb, kb * 64, tok0);
-          tma_load_3d(w_base + stage * Cfg::kWBytes, &tma_w, fb, 0, kb, row_tile0);
-          tma_load_3d(s_base + stage * Cfg::kSBytes, &tma_s, fb, 0, kb, row_tile0);
+          if constexpr (G) {
+            tma_load_4d(w_base + stage * Cfg::kWBytes, &tma_w, fb, 0, kb, row_tile0, x.g);
+            tma_load_4d(s_base + stage * Cfg::kSBytes, &tma_s, fb, 0, kb, row_tile0, x.g);
+          } else {
+            tma_load_3d(w_base + stage * Cfg::kWBytes, &tma_w, fb, 0, kb, row_tile0);
+            tma_load_3d(s_base + stage * Cfg::kSBytes, &tma_s, fb, 0, kb, row_tile0);
+          }
           if (++stage == S) {
             stage = 0;
             phase ^= 1u;
@@ -249,7 +325,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     const int wg = (threadIdx.x >> 7) - 1;  // 0 or 1
     const int wwarp = warp & 3;             // warp within the warpgroup
     const int g = lane >> 2, c = lane & 3;
-    const float alpha = __ldg(args.alpha) * kWeightDecodeScale;
+    const float alpha_dense = G ? 0.0f : __ldg(args.alpha) * kWeightDecodeScale;
     const T* bias = static_cast<const T*>(args.bias);
     T* d = static_cast<T*>(args.d);
 
@@ -304,9 +380,9 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       if (lane == 0) mbar_arrive(empty_bar + 8 * cur_stage);
     };
 
-    for (int tile = blockIdx.x; tile < args.num_tiles; tile += gridDim.x) {
-      int nt, mt;
-      wg_tile_coords(args, tile, nt, mt);
+    for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
+      const WgTile x = wg_tile<G, BM>(args, prefix, tile);
+      const int nt = x.nt, mt = x.mt;
 #pragma unroll
       for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
@@ -320,7 +396,9 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       }
 
       // Epilogue: acc[sl][4i + 2h + e] is row (slab row 16 wwarp + g + 8h), token 8i + 2c + e.
-      const int tok0 = mt * BM;
+      const int tok0 = mt * BM;  // within the tile's rows
+      const float alpha = G ? __ldg(args.alpha + x.g) * kWeightDecodeScale : alpha_dense;
+      T* dt = d + int64_t(x.row0) * args.ldd;
 #pragma unroll
       for (int sl = 0; sl < kSlabs; ++sl) {
 #pragma unroll
@@ -333,7 +411,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
               const int tok = tok0 + 8 * i + 2 * c + e;
-              if (tok < args.m) d[int64_t(tok) * args.ldd + row] = wg_to_out<T>(acc[sl][4 * i + 2 * h + e] * alpha + b);
+              if (tok < x.rows) dt[int64_t(tok) * args.ldd + row] = wg_to_out<T>(acc[sl][4 * i + 2 * h + e] * alpha + b);
             }
         }
       }

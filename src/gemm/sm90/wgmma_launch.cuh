@@ -49,4 +49,35 @@ WgmmaKernel wgmma_kernel_for(int bn, int bm, int s) {
   return {};
 }
 
+// Grouped mode (gemm/grouped.h): the configurations of the grouped tactic table (grouped.cu),
+// instantiated in grouped_wgmma_*.cu.
+template <typename T, int BN, int BM, int S>
+WgmmaKernel grouped_wgmma_kernel_instance() {
+  return {&wgmma_gemm_kernel<T, BN, BM, S, true>, WgCfg<BN, BM, S>::kSmemBytes};
+}
+
+#define FP4KIT_GROUPED_WGMMA_CONFIGS(X) \
+  X(128, 64, 6)                         \
+  X(128, 128, 4)                        \
+  X(128, 256, 4)                        \
+  X(256, 128, 4)
+
+#define FP4KIT_GROUPED_WGMMA_DECLARE(T, BN, BM, S) \
+  extern template WgmmaKernel grouped_wgmma_kernel_instance<T, BN, BM, S>();
+#define FP4KIT_GROUPED_WGMMA_DECLARE_BF16(BN, BM, S) FP4KIT_GROUPED_WGMMA_DECLARE(__nv_bfloat16, BN, BM, S)
+#define FP4KIT_GROUPED_WGMMA_DECLARE_FP16(BN, BM, S) FP4KIT_GROUPED_WGMMA_DECLARE(__half, BN, BM, S)
+FP4KIT_GROUPED_WGMMA_CONFIGS(FP4KIT_GROUPED_WGMMA_DECLARE_BF16)
+FP4KIT_GROUPED_WGMMA_CONFIGS(FP4KIT_GROUPED_WGMMA_DECLARE_FP16)
+#undef FP4KIT_GROUPED_WGMMA_DECLARE_BF16
+#undef FP4KIT_GROUPED_WGMMA_DECLARE_FP16
+
+template <typename T>
+WgmmaKernel grouped_wgmma_kernel_for(int bn, int bm, int s) {
+#define FP4KIT_GROUPED_WGMMA_CASE(BN, BM, S) \
+  if (bn == BN && bm == BM && s == S) return grouped_wgmma_kernel_instance<T, BN, BM, S>();
+  FP4KIT_GROUPED_WGMMA_CONFIGS(FP4KIT_GROUPED_WGMMA_CASE)
+#undef FP4KIT_GROUPED_WGMMA_CASE
+  return {};
+}
+
 }  // namespace fp4kit::gemm_impl::sm90

@@ -1,0 +1,125 @@
+// Grouped NVFP4 GEMM: tactic table, validation, heuristic, dispatch (gemm/grouped.h).
+#include "gemm/grouped.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/cuda_check.h"
+#include "common/validate.h"
+#include "fp4kit/gemm.h"
+#include "gemm/families.h"
+#include "gemm/prepacked_layout.h"
+
+namespace fp4kit::gemm_impl {
+namespace {
+
+// Decode configurations must match grouped_decode_kernel_for (sm90/decode_launch.cuh), wgmma
+// configurations FP4KIT_GROUPED_WGMMA_CONFIGS (sm90/wgmma_launch.cuh).
+const GroupedTactic kTactics[] = {
+    {0, GroupedFamily::kDecode, 1, 1, 4, 0, 0, 0, "grouped_decode_m8_r16_u4"},
+    {1, GroupedFamily::kDecode, 1, 2, 4, 0, 0, 0, "grouped_decode_m8_r32_u4"},
+    {2, GroupedFamily::kDecode, 2, 2, 2, 0, 0, 0, "grouped_decode_m16_r32_u2"},
+    {3, GroupedFamily::kDecode, 4, 2, 1, 0, 0, 0, "grouped_decode_m32_r32_u1"},
+    {4, GroupedFamily::kWgmma, 0, 0, 0, 128, 64, 6, "grouped_wgmma_128x64_s6"},
+    {5, GroupedFamily::kWgmma, 0, 0, 0, 128, 128, 4, "grouped_wgmma_128x128_s4"},
+    {6, GroupedFamily::kWgmma, 0, 0, 0, 128, 256, 4, "grouped_wgmma_128x256_s4"},
+    {7, GroupedFamily::kWgmma, 0, 0, 0, 256, 128, 4, "grouped_wgmma_256x128_s4"},
+};
+constexpr int kTacticCount = int(sizeof(kTactics) / sizeof(kTactics[0]));
+
+Status validate(const GroupedGemmParams& p, const char* fn) {
+  const int64_t lda = p.lda ? p.lda : p.k;
+  const int64_t ldd = p.ldd ? p.ldd : p.n;
+  detail::ArgCheck check(fn);
+  check.positive(p.groups, "groups")
+      .require(p.max_rows >= 0, StatusCode::kInvalidArgument, "max_rows must be >= 0")
+      .require(p.max_group_rows >= 0, StatusCode::kInvalidArgument, "max_group_rows must be >= 0")
+      .positive(p.n, "n")
+      .positive(p.k, "k")
+      .require(p.max_rows < (int64_t(1) << 31) && p.n < (int64_t(1) << 31) && p.k < (int64_t(1) << 31) &&
+                   p.groups < (int64_t(1) << 31),
+               StatusCode::kInvalidArgument, "groups, max_rows, n and k must each be < 2^31")
+      .multiple_of(p.k, 16, "k", "NVFP4 block size")
+      .dtype_in(p.a_dtype, {DType::kBF16, DType::kFP16}, "a")
+      .not_null(p.a, "a")
+      .not_null(p.offsets, "offsets")
+      .not_null(p.active, "active")
+      .not_null(p.num_active, "num_active")
+      .not_null(p.b_prepacked, "b_prepacked")
+      .not_null(p.alpha, "alpha")
+      .not_null(p.d, "d")
+      .at_least(lda, p.k, "lda", "k")
+      .at_least(ldd, p.n, "ldd", "n")
+      .multiple_of(lda, 8, "lda", "rows of A must stay 16-byte aligned")
+      .aligned(p.a, 16, "a")
+      .aligned(p.b_prepacked, 16, "b_prepacked")
+      .size_fits(p.max_rows, lda, 2, "A")
+      .size_fits(p.max_rows, ldd, 2, "D")
+      .size_fits(p.groups, prepacked_weight_bytes(p.n, p.k), 1, "B");
+  if (p.tactic >= kTacticCount || p.tactic < -1)
+    check.require(false, StatusCode::kInvalidArgument, "unknown grouped tactic " + std::to_string(p.tactic));
+  return check.status();
+}
+
+const GroupedTactic& choose(const GroupedGemmParams& p) {
+  if (p.tactic >= 0 && p.tactic < kTacticCount) return kTactics[p.tactic];
+  return kTactics[grouped_gemm_default_tactic(p)];
+}
+
+Status tactic_can_implement(const GroupedTactic& t, const GroupedGemmParams& p) {
+  return t.family == GroupedFamily::kDecode ? grouped_decode_can_implement(t, p) : grouped_wgmma_can_implement(t, p);
+}
+
+}  // namespace
+
+int grouped_gemm_tactic_count() { return kTacticCount; }
+
+const GroupedTactic* grouped_gemm_tactic(int id) { return id >= 0 && id < kTacticCount ? &kTactics[id] : nullptr; }
+
+// Rows per active group decide the family, as M does for the dense GEMM: up to 16 rows the
+// decode kernels stream each group's weights once per 8..32-row token tile; beyond that the wgmma
+// tiles reuse the weights across up to 256 rows. (Measured choices: docs/MOE.md.)
+int grouped_gemm_default_tactic(const GroupedGemmParams& p) {
+  const int64_t active = std::max<int64_t>(1, std::min(p.groups, p.max_rows));
+  const int64_t mean_rows = (p.max_rows + active - 1) / active;
+  const int64_t max_rows = std::max<int64_t>(1, std::min(p.max_group_rows > 0 ? p.max_group_rows : p.max_rows, p.max_rows));
+  if (mean_rows <= 16 && max_rows <= 64) {
+    if (max_rows <= 8) return p.n * p.k * active < (int64_t(32) << 20) ? 0 : 1;
+    if (max_rows <= 16) return 2;
+    return 3;
+  }
+  if (mean_rows <= 64) return 4;
+  if (mean_rows <= 256) return 5;
+  return 6;
+}
+
+Status grouped_gemm_can_implement(const GroupedGemmParams& p) {
+  FP4KIT_RETURN_IF_ERROR(validate(p, "grouped_gemm"));
+  return tactic_can_implement(choose(p), p);
+}
+
+size_t grouped_gemm_workspace_bytes(const GroupedGemmParams& p) {
+  if (p.groups <= 0 || p.max_rows <= 0 || p.n <= 0 || p.k <= 0) return 0;
+  const GroupedTactic& t = choose(p);
+  return t.family == GroupedFamily::kDecode ? grouped_decode_workspace_bytes(t, p) : 0;
+}
+
+Status grouped_gemm(const GroupedGemmParams& p, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  FP4KIT_RETURN_IF_ERROR(validate(p, "grouped_gemm"));
+  if (p.max_rows == 0) return Status::ok();
+  const GroupedTactic& t = choose(p);
+  FP4KIT_RETURN_IF_ERROR(tactic_can_implement(t, p));
+  const size_t need = grouped_gemm_workspace_bytes(p);
+  if (need > 0) {
+    FP4KIT_RETURN_IF_ERROR(detail::ArgCheck("grouped_gemm")
+                               .not_null(workspace, "workspace")
+                               .buffer(int64_t(workspace_bytes), int64_t(need), "workspace")
+                               .aligned(workspace, 16, "workspace")
+                               .status());
+  }
+  FP4KIT_RETURN_IF_ERROR(detail::require_device("grouped_gemm"));
+  if (t.family == GroupedFamily::kDecode) return grouped_decode_launch(t, p, workspace, stream);
+  return grouped_wgmma_launch(t, p, stream);
+}
+
+}  // namespace fp4kit::gemm_impl
