@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target of the safetensors header parser (tests/safetensors/fuzz_header.cpp)
-# with clang++ (-fsanitize=fuzzer,address,undefined) and runs it for a fixed budget.
+# with clang++ (-fsanitize=fuzzer,address,undefined) in build-fuzz/ (separate from the CMake build)
+# and runs it for a fixed time budget. scripts/test.sh (the CI command) runs it after the tests.
 #   scripts/fuzz.sh [SECONDS]      default 60; the corpus is kept in build-fuzz/corpus
-# Needs clang++ with libFuzzer (Debian 12: clang-14 + libclang-rt-14-dev). Exit code: 0 when no
-# crash was found, non-zero (and a crash-* file in build-fuzz/) otherwise.
+# Environment: CXX_FUZZ (default: clang++, else clang++-14), FUZZ_SEED (default: libFuzzer picks
+# one and prints it; pass it to reproduce a run).
+# Needs clang++ with libFuzzer (Debian 12: clang-14 + libclang-rt-14-dev; scripts/setup.sh installs
+# them). Exit code: 0 when no crash was found; non-zero when the build failed or a crash, leak or
+# timeout was found (its input is saved as build-fuzz/crash-* / leak-* / timeout-*).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 budget="${1:-60}"
-cxx="${CXX_FUZZ:-clang++}"
+if [ -n "${CXX_FUZZ:-}" ]; then
+  cxx="$CXX_FUZZ"
+elif command -v clang++ >/dev/null 2>&1; then
+  cxx=clang++
+elif command -v clang++-14 >/dev/null 2>&1; then
+  cxx=clang++-14
+else
+  echo "fuzz.sh: no clang++ found (Debian 12: apt-get install clang-14 libclang-rt-14-dev, or bash scripts/setup.sh)" >&2
+  exit 1
+fi
 out=build-fuzz
 mkdir -p "$out/corpus"
 
+echo "fuzz.sh: building $out/fuzz_header with $cxx"
 "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -Iinclude -Isrc src/io/safetensors.cpp src/common/status.cpp tests/safetensors/fuzz_header.cpp \
   -o "$out/fuzz_header"
@@ -46,9 +60,23 @@ cat > "$out/safetensors.dict" <<'DICT'
 "-1"
 DICT
 
-echo "fuzz.sh: running $out/fuzz_header for ${budget} s"
-"$out/fuzz_header" -max_total_time="$budget" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
-  -dict="$out/safetensors.dict" -artifact_prefix="$out/" -print_final_stats=1 "$out/corpus" 2>&1 | tail -n 15
-rc=${PIPESTATUS[0]}
-echo "fuzz.sh: exit code $rc"
+seed_arg=()
+[ -n "${FUZZ_SEED:-}" ] && seed_arg=(-seed="$FUZZ_SEED")
+stamp="$out/.run-start"
+touch "$stamp"
+log="$out/fuzz.log"
+echo "fuzz.sh: running $out/fuzz_header for ${budget} s (log: $log)"
+set +e
+"$out/fuzz_header" -max_total_time="$budget" -max_len=4096 -timeout=10 -rss_limit_mb=2048 "${seed_arg[@]}" \
+  -dict="$out/safetensors.dict" -artifact_prefix="$out/" -print_final_stats=1 "$out/corpus" >"$log" 2>&1
+rc=$?
+set -e
+grep -a -m1 -E '^INFO: Seed: ' "$log" || true
+tail -n 15 "$log"
+if [ "$rc" -ne 0 ]; then
+  artifacts=$(find "$out" -maxdepth 1 -newer "$stamp" \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | tr '\n' ' ')
+  echo "fuzz.sh: FAILED: the fuzzer exited with $rc; input(s): ${artifacts:-none saved} (reproduce: $out/fuzz_header FILE)"
+else
+  echo "fuzz.sh: ok, no crash in ${budget} s"
+fi
 exit "$rc"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything fp4kit needs to build and test, unattended and idempotently.
-#   Debian packages: compiler tool chain, GoogleTest, nlohmann-json, CLI11.
+#   Debian packages: compiler tool chain, GoogleTest, nlohmann-json, CLI11, and clang-14 with its
+#   libFuzzer/sanitizer runtimes (libclang-rt-14-dev, only a Recommends of clang-14) for the fuzz
+#   step of scripts/test.sh (scripts/fuzz.sh).
 #   Python (into .deps/venv, ignored by git): nvidia-cutlass (CUTLASS/CuTe headers), numpy, ml_dtypes.
 # The CUDA toolkit (nvcc 13.0) is part of the machine image of this project's kind.
 set -euo pipefail
@@ -12,7 +14,7 @@ NUMPY_VERSION=2.2.6
 ML_DTYPES_VERSION=0.5.1
 
 need_apt=()
-for pkg in cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev python3-venv; do
+for pkg in cmake ninja-build g++ libgtest-dev nlohmann-json3-dev libcli11-dev python3-venv clang-14 libclang-rt-14-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

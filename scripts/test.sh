@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what fp4kit needs (scripts/setup.sh), builds everything in build/ with
-# all cores and runs every test with ctest. GPU tests skip, with the reason, on a machine without an
-# sm_90a GPU. Exits non-zero when the build or any test fails; ctest's summary line is printed last.
+# all cores, runs every test with ctest, then fuzzes the safetensors header parser for a fixed
+# budget (scripts/fuzz.sh, its own build in build-fuzz/ with clang; FP4KIT_FUZZ_SECONDS, default 60).
+# GPU tests skip, with the reason, on a machine without an sm_90a GPU. Exits non-zero when the
+# build or any test fails or the fuzzer finds a crash; the two summary lines are printed last.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -26,5 +28,19 @@ set +e
 rc=${PIPESTATUS[0]}
 set -e
 summary=$(grep -a -E '^[0-9]+% tests passed' "$log" | tail -n 1 || true)
-echo "test.sh: ${summary:-ctest printed no summary} (ctest exit code $rc, $((SECONDS - start)) s)"
-exit "$rc"
+
+fuzz_seconds=${FP4KIT_FUZZ_SECONDS:-60}
+start_fuzz=$SECONDS
+set +e
+bash scripts/fuzz.sh "$fuzz_seconds"
+fuzz_rc=$?
+set -e
+
+echo "test.sh: ${summary:-ctest printed no summary} (ctest exit code $rc, $((start_fuzz - start)) s)"
+if [ "$fuzz_rc" -eq 0 ]; then
+  echo "test.sh: fuzz: safetensors header parser, ${fuzz_seconds} s, no crash"
+else
+  echo "test.sh: fuzz: FAILED (scripts/fuzz.sh exit code $fuzz_rc; see build-fuzz/fuzz.log)"
+fi
+if [ "$rc" -ne 0 ]; then exit "$rc"; fi
+exit "$fuzz_rc"

@@ -1,5 +1,5 @@
-// fp4kit bench quantize|gemm ...: dispatch only. The benchmarks live in bench/ (target fp4kit_bench)
-// and parse their own options, so the words after `bench quantize` / `bench gemm` are handed over
+// fp4kit bench quantize|gemm|moe ...: dispatch only. The benchmarks live in bench/ (target fp4kit_bench)
+// and parse their own options, so the words after `bench quantize` / `bench gemm` / `bench moe` are handed over
 // unchanged (their --help prints the benchmark's usage). A benchmark that is not part of this build
 // answers "not built" with exit code 2, so the CLI always builds.
 #include <cstdio>
@@ -16,6 +16,10 @@
 #if defined(FP4KIT_HAVE_BENCH) && __has_include("bench/bench_gemm.h")
 #include "bench/bench_gemm.h"
 #define FP4KIT_CLI_HAVE_GEMM_BENCH 1
+#endif
+#if defined(FP4KIT_HAVE_BENCH) && __has_include("bench/bench_moe.h")
+#include "bench/bench_moe.h"
+#define FP4KIT_CLI_HAVE_MOE_BENCH 1
 #endif
 
 namespace fp4kit::cli {
@@ -67,6 +71,16 @@ int run_gemm(const std::vector<std::string>& args) {
 #endif
 }
 
+int run_moe(const std::vector<std::string>& args) {
+#if defined(FP4KIT_CLI_HAVE_MOE_BENCH)
+  return run_bench<bench::MoeBenchOptions>("moe", args, bench::parse_moe_bench_args, bench::moe_bench_usage,
+                                           bench::run_moe_bench);
+#else
+  (void)args;
+  return not_built("moe");
+#endif
+}
+
 // A subcommand whose arguments all go, in order, to the benchmark's parser.
 CLI::App* add_forwarding(CLI::App& parent, const char* name, const char* description) {
   CLI::App* sub = parent.add_subcommand(name, description);
@@ -80,14 +94,16 @@ CLI::App* add_forwarding(CLI::App& parent, const char* name, const char* descrip
 }  // namespace
 
 Command add_bench_command(CLI::App& app) {
-  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: bench quantize|gemm [options] (docs/CLI.md)");
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: bench quantize|gemm|moe [options] (docs/CLI.md)");
   bench->require_subcommand(1, 1);
   CLI::App* quantize = add_forwarding(*bench, "quantize", "Quantization kernels vs memory bandwidth");
   CLI::App* gemm = add_forwarding(*bench, "gemm", "NVFP4 GEMMs vs cuBLASLt BF16/FP8 on LLM layer shapes");
-  return {bench, [quantize, gemm] {
+  CLI::App* moe = add_forwarding(*bench, "moe", "NVFP4 fused MoE layer vs cuBLASLt BF16 on MoE model shapes");
+  return {bench, [quantize, gemm, moe] {
             if (quantize->parsed()) return run_quantize(quantize->remaining());
             if (gemm->parsed()) return run_gemm(gemm->remaining());
-            throw CliError("bench needs a benchmark: quantize or gemm");
+            if (moe->parsed()) return run_moe(moe->remaining());
+            throw CliError("bench needs a benchmark: quantize, gemm or moe");
           }};
 }
 

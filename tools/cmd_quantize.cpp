@@ -1,5 +1,5 @@
 // fp4kit quantize IN OUT: a BF16/FP16/FP32 safetensors checkpoint -> NVFP4 in ModelOpt's layout,
-// on the CPU reference path (docs/QUANTIZER.md).
+// on the GPU when one is usable, else on the CPU (same bytes; docs/QUANTIZER.md).
 #include <unistd.h>
 
 #include <chrono>
@@ -23,6 +23,8 @@ struct QuantizeOptions {
   bool verify = false;
   bool quiet = false;
   bool list = false;
+  std::string device = "auto";
+  int threads = 0;
 };
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -37,6 +39,9 @@ int run_quantize(const QuantizeOptions& opt) {
   q.exclude = opt.exclude;
   q.fuse_scales = opt.fuse_scales;
   q.verify = opt.verify;
+  if (!io::parse_quant_device(opt.device, &q.device))
+    throw CliError("quantize: --device must be auto, cpu or gpu (got '" + opt.device + "')");
+  q.threads = opt.threads;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   if (!opt.quiet) {
@@ -90,6 +95,7 @@ int run_quantize(const QuantizeOptions& opt) {
     for (size_t i = 0; i < s.exclude_modules.size() && i < 8; ++i) std::printf(" %s", s.exclude_modules[i].c_str());
     std::printf("%s\n", s.exclude_modules.size() > 8 ? " ..." : "");
   }
+  std::printf("device: %s%s%s\n", s.device.c_str(), s.device_note.empty() ? "" : "; ", s.device_note.c_str());
   const double gb = double(s.quantized_input_bytes) / 1e9;
   std::printf("time %.2f s (amax + quantize %.2f s): %.3f GB/s of input weights quantized end to end, %.3f GB/s compute\n",
               s.seconds, s.quantize_seconds, s.seconds > 0 ? gb / s.seconds : 0.0, s.quantize_seconds > 0 ? gb / s.quantize_seconds : 0.0);
@@ -107,7 +113,7 @@ int run_quantize(const QuantizeOptions& opt) {
 Command add_quantize_command(CLI::App& app) {
   auto opt = std::make_shared<QuantizeOptions>();
   CLI::App* sub = app.add_subcommand(
-      "quantize", "Quantize a BF16/FP16/FP32 safetensors checkpoint to NVFP4 (ModelOpt layout) on the CPU");
+      "quantize", "Quantize a BF16/FP16/FP32 safetensors checkpoint to NVFP4 (ModelOpt layout)");
   sub->add_option("in", opt->in, "Input checkpoint: a directory or a .safetensors file")->required();
   sub->add_option("out", opt->out, "Output directory (created if missing)")->required();
   sub->add_option("--include", opt->include,
@@ -118,6 +124,12 @@ Command add_quantize_command(CLI::App& app) {
   sub->add_flag("--fuse-scales", opt->fuse_scales,
                 "q/k/v (and gate/up, w1/w3) of one layer share one weight_scale_2 (the largest)");
   sub->add_flag("--verify", opt->verify, "Re-read the output; print per-tensor SNR and check copies byte for byte");
+  sub->add_option("--device", opt->device,
+                  "auto (default): the GPU when a usable sm_90 GPU is present, else the CPU; cpu; gpu "
+                  "(error without one). Both give the same bytes")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+  sub->add_option("--threads", opt->threads, "CPU threads (CPU path); 0 = all hardware threads (default)")
+      ->check(CLI::Range(0, 4096));
   sub->add_flag("--list", opt->list, "Print the per-tensor table (implied by --verify)");
   sub->add_flag("-q,--quiet", opt->quiet, "No progress bar");
   return {sub, [opt] { return run_quantize(*opt); }};

@@ -17,6 +17,8 @@
 #include "fp4kit/device.h"
 #include "fp4kit/layout.h"
 #include "fp4kit/reference.h"
+#include "io/gpu_quantizer.h"
+#include "io/nvfp4_cpu.h"
 
 namespace fp4kit::io {
 
@@ -65,20 +67,64 @@ bool any_match(const std::vector<std::regex>& res, const std::string& s) {
   return false;
 }
 
-// ws2 and amax of a weight (kModelOpt: ws2 = amax / 2688 in FP32).
-Status global_scale(const st::SafetensorsFile& f, const st::TensorInfo& t, float* ws2, float* amax) {
-  DType dt = DType::kBF16;
-  input_dtype(t.dtype, &dt);
-  GlobalScaleParams g;
-  g.input = f.data(t);
-  g.input_dtype = dt;
-  g.rows = t.shape[0];
-  g.cols = t.shape[1];
-  g.numerics = QuantNumerics::kModelOpt;
-  g.out_global_scale = ws2;
-  g.out_amax = amax;
-  return reference::compute_global_scale(g);
+// kModelOpt's decode global scale of a tensor (or fused group) with this amax: ws2 = amax / 2688
+// (FP32 division, as reference::compute_global_scale). An all-zero weight has ws2 = 0 and
+// ModelOpt's recipe would divide 0 by 0: use 1.0, which codes every block as scale 1.0 (0x38) and
+// every element as 0.
+float ws2_from_amax(float amax) {
+  const float ws2 = amax / 2688.0f;
+  return ws2 == 0.0f ? 1.0f : ws2;
 }
+
+// amax and quantization of one tensor on the chosen device. Exactly one tensor is in flight: on
+// the GPU, amax() leaves the tensor loaded for the quantize() that follows it.
+class Engine {
+ public:
+  Engine(GpuQuantizer* gpu, int threads) : gpu_(gpu), threads_(threads) {}
+
+  Status amax(const st::SafetensorsFile& f, const st::TensorInfo& t, float* out) {
+    DType dt = DType::kBF16;
+    input_dtype(t.dtype, &dt);
+    const int64_t n = t.shape[0], k = t.shape[1];
+    const void* x = host_input(f, t, dt);
+    if (gpu_) {
+      FP4KIT_RETURN_IF_ERROR(gpu_->load(x, dt, n, k));
+      return gpu_->amax(out);
+    }
+    *out = cpu_amax(x, dt, n * k, threads_);
+    return Status::ok();
+  }
+
+  // After amax() of the same tensor.
+  Status quantize(const st::SafetensorsFile& f, const st::TensorInfo& t, float ws2, uint8_t* codes, uint8_t* scales) {
+    DType dt = DType::kBF16;
+    input_dtype(t.dtype, &dt);
+    const int64_t n = t.shape[0], k = t.shape[1];
+    if (gpu_) return gpu_->quantize(ws2, codes, scales);
+    cpu_quantize_modelopt(host_input(f, t, dt), dt, n, k, ws2, codes, scales, threads_);
+    return Status::ok();
+  }
+
+  void drop_copy() { copy_ = {}; }
+
+ private:
+  // The tensor's bytes, copied once when the file places them at an address that is not a
+  // multiple of the element size (safetensors does not require alignment).
+  const void* host_input(const st::SafetensorsFile& f, const st::TensorInfo& t, DType dt) {
+    const uint8_t* p = f.data(t);
+    if (reinterpret_cast<uintptr_t>(p) % dtype_size(dt) == 0) return p;
+    if (copy_name_ != t.name || copy_.size() != t.nbytes()) {
+      copy_.assign(p, p + t.nbytes());
+      copy_name_ = t.name;
+    }
+    return copy_.data();
+  }
+
+  GpuQuantizer* gpu_;
+  int threads_;
+  std::vector<uint8_t> copy_;
+  std::string copy_name_;
+};
 
 // Writes a string to a file.
 Status write_text(const fs::path& p, const std::string& text) {
@@ -103,6 +149,24 @@ float load_elem(const uint8_t* base, Dtype d, int64_t i) {
 }
 
 }  // namespace
+
+const char* quant_device_name(QuantDevice d) {
+  switch (d) {
+    case QuantDevice::kCpu: return "cpu";
+    case QuantDevice::kGpu: return "gpu";
+    default: return "auto";
+  }
+}
+
+bool parse_quant_device(std::string_view s, QuantDevice* out) {
+  for (QuantDevice d : {QuantDevice::kAuto, QuantDevice::kCpu, QuantDevice::kGpu}) {
+    if (s == quant_device_name(d)) {
+      *out = d;
+      return true;
+    }
+  }
+  return false;
+}
 
 bool default_quantize_rule(std::string_view name) {
   if (!ends_with(name, ".weight")) return false;
@@ -130,6 +194,7 @@ Status quantize_checkpoint(const std::string& in_path, const std::string& out_di
   using clock = std::chrono::steady_clock;
   const auto t_start = clock::now();
   *summary = QuantizeSummary{};
+  if (opt.threads < 0) return err("threads must be >= 0 (0 = all hardware threads), got " + std::to_string(opt.threads));
 
   Compiled re;
   for (const auto* list : {&opt.include, &opt.exclude}) {
@@ -187,6 +252,40 @@ Status quantize_checkpoint(const std::string& in_path, const std::string& out_di
     summary->exclude_modules.push_back(module_of(name));
   }
 
+  // ---- device ------------------------------------------------------------------------------------
+  // GPU buffers are sized once, to the largest quantized tensor.
+  int64_t max_bytes = 0, max_elements = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!quantize[i]) continue;
+    max_bytes = std::max(max_bytes, int64_t(all[i].second.info->nbytes()));
+    max_elements = std::max(max_elements, all[i].second.info->numel());
+  }
+  const int threads = resolve_threads(opt.threads);
+  std::unique_ptr<GpuQuantizer> gpu;
+  if (opt.device != QuantDevice::kCpu) {
+    const DeviceInfo& dev = device_info();
+    const bool usable = has_sm90a_device();
+    const std::string why = !dev.available ? dev.reason
+                                           : "device " + dev.name + " is sm_" + std::to_string(dev.compute_capability) +
+                                                 ", the kernels are built for sm_90a";
+    if (opt.device == QuantDevice::kGpu && !usable) return err("--device gpu: no usable sm_90 GPU (" + why + ")");
+    if (usable && max_elements > 0) {
+      const Status g = GpuQuantizer::create(max_bytes, max_elements, &gpu);
+      if (!g.is_ok()) {
+        if (opt.device == QuantDevice::kGpu) return err("--device gpu: " + g.to_string());
+        summary->device_note = "auto: GPU unavailable (" + g.to_string() + "), quantized on the CPU";
+        gpu.reset();
+      }
+    } else if (!usable) {
+      summary->device_note = "auto: no usable sm_90 GPU (" + why + "), quantized on the CPU";
+    }
+    if (gpu) summary->device = "gpu (" + dev.name + ")";
+  }
+  summary->used_gpu = gpu != nullptr;
+  summary->threads = threads;
+  if (!gpu) summary->device = "cpu (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
+  Engine engine(gpu.get(), threads);
+
   // ---- fused global scales (a pre-pass over the group members) ---------------------------------
   std::map<std::string, float> group_amax;  // group -> max amax
   const auto t_q0 = clock::now();
@@ -197,8 +296,11 @@ Status quantize_checkpoint(const std::string& in_path, const std::string& out_di
       const std::string g = fusion_group(all[i].first);
       if (g.empty()) continue;
       const auto& ct = all[i].second;
-      float ws2 = 0, amax = 0;
-      FP4KIT_RETURN_IF_ERROR(global_scale(*ckpt->shards()[ct.shard], *ct.info, &ws2, &amax));
+      const st::SafetensorsFile& f = *ckpt->shards()[ct.shard];
+      float amax = 0;
+      FP4KIT_RETURN_IF_ERROR(engine.amax(f, *ct.info, &amax));
+      engine.drop_copy();
+      f.release(*ct.info);
       auto it = group_amax.find(g);
       if (it == group_amax.end() || amax > it->second) group_amax[g] = amax;
       summary->tensors[i].fused_group = g;
@@ -256,32 +358,16 @@ Status quantize_checkpoint(const std::string& in_path, const std::string& out_di
       } else {
         const auto t0 = clock::now();
         const int64_t n = t.shape[0], k = t.shape[1];
-        float ws2 = 0, amax = 0;
-        FP4KIT_RETURN_IF_ERROR(global_scale(in, t, &ws2, &amax));
+        float amax = 0;
+        FP4KIT_RETURN_IF_ERROR(engine.amax(in, t, &amax));
         r.amax = amax;
-        if (!r.fused_group.empty()) {
-          const float gmax = group_amax[r.fused_group];
-          ws2 = gmax / 2688.0f;  // the group's amax, by the same FP32 division as kModelOpt
-        }
-        // An all-zero weight has ws2 = 0 and ModelOpt's recipe would divide 0 by 0: use 1.0,
-        // which codes every block as scale 1.0 (0x38) and every element as 0.
-        if (ws2 == 0.0f) ws2 = 1.0f;
+        // A fused group's ws2 comes from the group's amax, by the same FP32 division.
+        const float ws2 = ws2_from_amax(r.fused_group.empty() ? amax : group_amax[r.fused_group]);
         r.ws2 = ws2;
-        codes.assign(size_t(n * k / 2), 0);
-        scales.assign(size_t(n * k / 16), 0);
-        Nvfp4QuantizeParams p;
-        p.input = in.data(t);
-        input_dtype(t.dtype, &p.input_dtype);
-        p.rows = n;
-        p.cols = k;
-        p.global_scale = &ws2;
-        p.numerics = QuantNumerics::kModelOpt;
-        p.out_codes = codes.data();
-        p.out_codes_bytes = int64_t(codes.size());
-        p.out_scales = scales.data();
-        p.out_scales_bytes = int64_t(scales.size());
-        p.scale_layout = ScaleLayout::kLinear;
-        FP4KIT_RETURN_IF_ERROR(reference::quantize_nvfp4(p));
+        codes.resize(size_t(n * k / 2));
+        scales.resize(size_t(n * k / 16));
+        FP4KIT_RETURN_IF_ERROR(engine.quantize(in, t, ws2, codes.data(), scales.data()));
+        engine.drop_copy();
         quantize_seconds += std::chrono::duration<double>(clock::now() - t0).count();
         const std::string m = module_of(name);
         FP4KIT_RETURN_IF_ERROR(w->write(name, codes.data(), codes.size()));

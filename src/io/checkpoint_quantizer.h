@@ -5,9 +5,11 @@
 //   X.weight          U8      [N, K/2]   two E2M1 codes per byte (element 2j in bits 3:0)
 //   X.weight_scale    F8_E4M3 [N, K/16]  linear (row-major) block scales
 //   X.weight_scale_2  F32     []         ws2 = amax / 2688 (the decode global scale)
-// computed by the CPU reference with QuantNumerics::kModelOpt. Other tensors are copied byte for
-// byte. Shards keep their file names; hf_quant_config.json and config.json's quantization_config
-// are written. Streams tensor by tensor: at most one input tensor and its outputs are resident.
+// computed with QuantNumerics::kModelOpt on the GPU (fp4kit::compute_global_scale / quantize_nvfp4)
+// or on the CPU (io/nvfp4_cpu.h, threaded), which give the same bytes as reference::quantize_nvfp4.
+// Other tensors are copied byte for byte. Shards keep their file names; hf_quant_config.json and
+// config.json's quantization_config are written. Streams tensor by tensor: at most one input tensor
+// and its outputs are resident (on the GPU: device buffers sized to the largest tensor, once).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,12 @@
 
 namespace fp4kit::io {
 
+// Where tensors are quantized. kAuto: the GPU when a usable sm_90 GPU is present (and its buffers
+// can be allocated), else the CPU. kGpu: the GPU or an error.
+enum class QuantDevice { kAuto, kCpu, kGpu };
+const char* quant_device_name(QuantDevice d);                 // "auto", "cpu", "gpu"
+bool parse_quant_device(std::string_view s, QuantDevice* out);  // inverse of quant_device_name
+
 struct QuantizerOptions {
   // ECMAScript regexes searched in the tensor name. A tensor is quantized when it is eligible
   // (a 2-D BF16/F16/F32 "*.weight" with K % 16 == 0) and
@@ -35,6 +43,9 @@ struct QuantizerOptions {
   bool verify = false;
   // Copy the other regular files of the input directory (tokenizer, generation_config.json, ...).
   bool copy_other_files = true;
+  QuantDevice device = QuantDevice::kAuto;
+  // CPU path: worker threads for amax and quantization; 0 = the hardware thread count.
+  int threads = 0;
   // Called after each input tensor: (input bytes done, input bytes total, tensor name).
   std::function<void(uint64_t, uint64_t, const std::string&)> progress;
 };
@@ -59,6 +70,10 @@ struct QuantizeSummary {
   double seconds = 0;           // whole run (without --verify)
   double quantize_seconds = 0;  // amax + quantize of the quantized tensors
   double verify_seconds = 0;
+  std::string device;       // "gpu (NVIDIA H100 80GB HBM3)" or "cpu (N threads)"
+  bool used_gpu = false;
+  int threads = 0;          // CPU threads (CPU path)
+  std::string device_note;  // e.g. why --device auto chose the CPU
   std::vector<std::string> exclude_modules;
   std::vector<std::string> output_files;
   double min_snr_db = std::numeric_limits<double>::quiet_NaN();

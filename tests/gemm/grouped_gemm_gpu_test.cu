@@ -184,6 +184,15 @@ TEST(GroupedGemmGpu, RaggedGroupsEveryTactic) {
   // Many rows per group (wgmma regime): tiles cut by group boundaries.
   run_case({3, 320, 528, {130, 0, 300}, DType::kBF16}, 3);
   run_case({4, 256, 1040, {64, 257, 1, 128}, DType::kFP16}, 4);
+  // Hundreds of groups (several rounds of the wgmma kernel's 32-group prefix scan).
+  {
+    std::vector<int> rows(256);
+    std::mt19937 r(7);
+    for (auto& x : rows) x = int(r() % 200);
+    rows[3] = 0;
+    run_case({256, 128, 128, rows, DType::kBF16}, 6);
+    run_case({256, 512, 256, rows, DType::kBF16}, 7);  // several n tiles per group
+  }
   // One group, all rows empty.
   run_case({3, 64, 64, {0, 0, 0}, DType::kBF16}, 5);
 }

@@ -1,6 +1,7 @@
 // End-to-end checkpoint quantization on a synthetic, two-shard, tiny Llama-shaped BF16 checkpoint
-// built here: quantized tensors decode within NVFP4 error, others are byte-identical, the output
-// loads back through our reader, the index and the configs are right.
+// (checkpoint_synth.h): quantized tensors decode within NVFP4 error, others are byte-identical, the
+// output loads back through our reader, the index and the configs are right. Also: thread counts,
+// mixed dtypes and misaligned data against the reference, --device handling.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,9 +16,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fp4kit/device.h"
 #include "fp4kit/reference.h"
 #include "fp4kit/safetensors.h"
 #include "io/checkpoint_quantizer.h"
+#include "safetensors/checkpoint_synth.h"
 
 namespace fs = std::filesystem;
 using namespace fp4kit;
@@ -25,69 +28,7 @@ using namespace fp4kit::st;
 
 namespace {
 
-constexpr int64_t kHidden = 64, kInter = 128, kVocab = 256, kKv = 32, kLayers = 2;
-
-struct Synth {
-  std::string name;
-  std::vector<int64_t> shape;
-  int shard;
-};
-
-std::vector<Synth> llama_tensors() {
-  std::vector<Synth> t;
-  t.push_back({"model.embed_tokens.weight", {kVocab, kHidden}, 0});
-  for (int l = 0; l < kLayers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    const int s = l;  // layer l in shard l
-    t.push_back({p + "input_layernorm.weight", {kHidden}, s});
-    t.push_back({p + "self_attn.q_proj.weight", {kHidden, kHidden}, s});
-    t.push_back({p + "self_attn.k_proj.weight", {kKv, kHidden}, s});
-    t.push_back({p + "self_attn.v_proj.weight", {kKv, kHidden}, s});
-    t.push_back({p + "self_attn.o_proj.weight", {kHidden, kHidden}, s});
-    t.push_back({p + "post_attention_layernorm.weight", {kHidden}, s});
-    t.push_back({p + "mlp.gate_proj.weight", {kInter, kHidden}, s});
-    t.push_back({p + "mlp.up_proj.weight", {kInter, kHidden}, s});
-    t.push_back({p + "mlp.down_proj.weight", {kHidden, kInter}, s});
-  }
-  t.push_back({"model.norm.weight", {kHidden}, 1});
-  t.push_back({"lm_head.weight", {kVocab, kHidden}, 1});
-  return t;
-}
-
-// Builds the checkpoint; returns the BF16 bits of every tensor.
-std::map<std::string, std::vector<uint16_t>> build_checkpoint(const fs::path& dir) {
-  fs::create_directories(dir);
-  std::mt19937_64 rng(1234);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::map<std::string, std::vector<uint16_t>> data;
-  const auto tensors = llama_tensors();
-  std::map<std::string, std::string> weight_map;
-  uint64_t total = 0;
-  for (int s = 0; s < 2; ++s) {
-    const std::string file = "model-0000" + std::to_string(s + 1) + "-of-00002.safetensors";
-    std::vector<TensorSpec> plan;
-    for (const Synth& t : tensors)
-      if (t.shard == s) plan.push_back({t.name, Dtype::kBF16, t.shape});
-    std::unique_ptr<SafetensorsWriter> w;
-    EXPECT_TRUE(SafetensorsWriter::create((dir / file).string(), plan, {{"format", "pt"}}, &w).is_ok());
-    for (const TensorSpec& t : plan) {
-      int64_t n = 1;
-      for (int64_t d : t.shape) n *= d;
-      const float scale = 0.02f * (1.0f + float(data.size() % 5));
-      std::vector<uint16_t> v(static_cast<size_t>(n));
-      for (auto& x : v) x = float_to_bf16(scale * normal(rng));
-      EXPECT_TRUE(w->write(t.name, v.data(), v.size() * 2).is_ok());
-      data[t.name] = v;
-      weight_map[t.name] = file;
-      total += v.size() * 2;
-    }
-    EXPECT_TRUE(w->finish().is_ok());
-  }
-  EXPECT_TRUE(write_index((dir / "model.safetensors.index.json").string(), total, weight_map).is_ok());
-  std::ofstream(dir / "config.json") << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "torch_dtype": "bfloat16"})";
-  std::ofstream(dir / "tokenizer.json") << "{}";
-  return data;
-}
+using namespace fp4kit::testing_synth;
 
 float e2m1_value(uint32_t code) {
   static const float kMag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
@@ -97,12 +38,6 @@ float e4m3_value(uint8_t b) {
   const int e = (b >> 3) & 15, m = b & 7;
   const float mag = e == 0 ? std::ldexp(float(m), -9) : std::ldexp(1.0f + float(m) / 8.0f, e - 7);
   return (b & 0x80) ? -mag : mag;
-}
-
-fs::path temp_dir(const std::string& tag) {
-  const fs::path d = fs::temp_directory_path() / ("fp4kit_ckpt_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  return d;
 }
 
 nlohmann::json read_json(const fs::path& p) {
@@ -332,4 +267,162 @@ TEST(CheckpointQuantizer, SingleFileAndBadIndex) {
   e = Checkpoint::open((d / "bad").string(), &c);
   EXPECT_NE(e.message().find("does not contain it"), std::string::npos) << e.message();
   fs::remove_all(d);
+}
+
+namespace {
+
+// Quantizes an input tensor with reference::quantize_nvfp4 (kModelOpt, linear scales).
+void reference_quantize(const uint8_t* data, Dtype dt, int64_t n, int64_t k, float ws2, std::vector<uint8_t>* codes,
+                        std::vector<uint8_t>* scales) {
+  codes->assign(size_t(n * k / 2), 0);
+  scales->assign(size_t(n * k / 16), 0);
+  // The reference reads 16/32-bit values: give it an aligned copy.
+  std::vector<uint32_t> aligned((size_t(n * k) * (dt == Dtype::kF32 ? 4 : 2) + 3) / 4);
+  std::memcpy(aligned.data(), data, size_t(n * k) * (dt == Dtype::kF32 ? 4 : 2));
+  Nvfp4QuantizeParams p;
+  p.input = aligned.data();
+  p.input_dtype = dt == Dtype::kBF16 ? DType::kBF16 : dt == Dtype::kF16 ? DType::kFP16 : DType::kFP32;
+  p.rows = n;
+  p.cols = k;
+  p.global_scale = &ws2;
+  p.numerics = QuantNumerics::kModelOpt;
+  p.out_codes = codes->data();
+  p.out_codes_bytes = int64_t(codes->size());
+  p.out_scales = scales->data();
+  p.out_scales_bytes = int64_t(scales->size());
+  p.scale_layout = ScaleLayout::kLinear;
+  ASSERT_TRUE(reference::quantize_nvfp4(p).is_ok());
+}
+
+// amax of an input tensor by reference::compute_global_scale.
+float reference_amax(const uint8_t* data, Dtype dt, int64_t n, int64_t k) {
+  std::vector<uint32_t> aligned((size_t(n * k) * (dt == Dtype::kF32 ? 4 : 2) + 3) / 4);
+  std::memcpy(aligned.data(), data, size_t(n * k) * (dt == Dtype::kF32 ? 4 : 2));
+  GlobalScaleParams g;
+  g.input = aligned.data();
+  g.input_dtype = dt == Dtype::kBF16 ? DType::kBF16 : dt == Dtype::kF16 ? DType::kFP16 : DType::kFP32;
+  g.rows = n;
+  g.cols = k;
+  g.numerics = QuantNumerics::kModelOpt;
+  float gs = 0, amax = -1;
+  g.out_global_scale = &gs;
+  g.out_amax = &amax;
+  EXPECT_TRUE(reference::compute_global_scale(g).is_ok());
+  return amax;
+}
+
+}  // namespace
+
+// Mixed dtypes, a misaligned tensor, zero / Inf / NaN data, with and without fused scales, on 1, 2
+// and 3 CPU threads: every output file is identical across thread counts, and every quantized
+// tensor equals the reference quantizer's bytes with ws2 from the reference amax (or the group's).
+TEST(CheckpointQuantizer, CpuThreadsAndMixedDtypesMatchReference) {
+  const fs::path in = temp_dir("mixed_in");
+  const auto bytes = build_mixed_checkpoint(in);
+  for (bool fuse : {false, true}) {
+    std::vector<fs::path> outs;
+    for (int threads : {1, 2, 3}) {
+      const fs::path out = temp_dir("mixed_out_t" + std::to_string(threads) + (fuse ? "_fused" : ""));
+      io::QuantizerOptions opt;
+      opt.device = io::QuantDevice::kCpu;
+      opt.threads = threads;
+      opt.fuse_scales = fuse;
+      io::QuantizeSummary sum;
+      const Status s = io::quantize_checkpoint((in / "model.safetensors").string(), out.string(), opt, &sum);
+      ASSERT_TRUE(s.is_ok()) << s.to_string();
+      EXPECT_FALSE(sum.used_gpu);
+      EXPECT_EQ(sum.threads, threads);
+      EXPECT_EQ(sum.device, "cpu (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)"));
+      EXPECT_EQ(sum.quantized, 9);  // every 2-D float *.weight but the K=40 one and lm_head
+      outs.push_back(out);
+    }
+    for (size_t i = 1; i < outs.size(); ++i)
+      EXPECT_EQ(differing_files(outs[0], outs[i]), std::vector<std::string>{}) << "threads 1 vs " << i + 1;
+
+    // Against the reference.
+    std::unique_ptr<Checkpoint> c;
+    ASSERT_TRUE(Checkpoint::open((outs[0] / "model.safetensors").string(), &c).is_ok());
+    std::unique_ptr<Checkpoint> ci;
+    ASSERT_TRUE(Checkpoint::open((in / "model.safetensors").string(), &ci).is_ok());
+    int checked = 0;
+    for (const auto& [name, raw] : bytes) {
+      const CheckpointTensor* it = ci->find(name);
+      ASSERT_NE(it, nullptr);
+      const TensorInfo& ti = *it->info;
+      const CheckpointTensor* ot = c->find(name);
+      ASSERT_NE(ot, nullptr) << name;
+      const bool quantized = ot->info->dtype == Dtype::kU8 && ti.dtype != Dtype::kU8;
+      if (!quantized) {
+        ASSERT_EQ(ot->info->nbytes(), raw.size()) << name;
+        EXPECT_EQ(std::memcmp(c->shards()[ot->shard]->data(*ot->info), raw.data(), raw.size()), 0) << name;
+        continue;
+      }
+      const int64_t n = ti.shape[0], k = ti.shape[1];
+      float amax = reference_amax(raw.data(), ti.dtype, n, k);
+      const std::string g = fuse ? io::fusion_group(name) : "";
+      if (!g.empty()) {  // the group's largest amax
+        for (const auto& [other, oraw] : bytes) {
+          if (other == name || io::fusion_group(other) != g) continue;
+          const TensorInfo& oi = *ci->find(other)->info;
+          amax = std::max(amax, reference_amax(oraw.data(), oi.dtype, oi.shape[0], oi.shape[1]));
+        }
+      }
+      float ws2 = amax / 2688.0f;
+      if (ws2 == 0.0f) ws2 = 1.0f;
+      const std::string m = name.substr(0, name.size() - 7);
+      float got_ws2;
+      std::memcpy(&got_ws2, c->shards()[0]->data(*c->find(m + ".weight_scale_2")->info), 4);
+      EXPECT_EQ(std::memcmp(&got_ws2, &ws2, 4), 0) << name << ": ws2 " << got_ws2 << " vs " << ws2;
+      std::vector<uint8_t> rc, rs;
+      reference_quantize(raw.data(), ti.dtype, n, k, ws2, &rc, &rs);
+      EXPECT_EQ(std::memcmp(rc.data(), c->shards()[0]->data(*ot->info), rc.size()), 0) << name;
+      EXPECT_EQ(std::memcmp(rs.data(), c->shards()[0]->data(*c->find(m + ".weight_scale")->info), rs.size()), 0)
+          << name;
+      ++checked;
+    }
+    EXPECT_EQ(checked, 9);
+    for (const auto& o : outs) fs::remove_all(o);
+  }
+  fs::remove_all(in);
+}
+
+TEST(CheckpointQuantizer, DeviceOptions) {
+  io::QuantDevice d = io::QuantDevice::kCpu;
+  EXPECT_TRUE(io::parse_quant_device("gpu", &d));
+  EXPECT_EQ(d, io::QuantDevice::kGpu);
+  EXPECT_TRUE(io::parse_quant_device("auto", &d));
+  EXPECT_EQ(d, io::QuantDevice::kAuto);
+  EXPECT_TRUE(io::parse_quant_device("cpu", &d));
+  EXPECT_EQ(d, io::QuantDevice::kCpu);
+  EXPECT_FALSE(io::parse_quant_device("cuda", &d));
+  EXPECT_STREQ(io::quant_device_name(io::QuantDevice::kGpu), "gpu");
+
+  const fs::path in = temp_dir("dev_in"), out = temp_dir("dev_out");
+  build_checkpoint(in);
+  io::QuantizeSummary sum;
+  io::QuantizerOptions opt;
+  opt.threads = -1;
+  Status s = io::quantize_checkpoint(in.string(), out.string(), opt, &sum);
+  EXPECT_NE(s.message().find("threads must be >= 0"), std::string::npos) << s.to_string();
+
+  // --device auto always works; on a machine without a GPU it says why it used the CPU.
+  opt.threads = 0;
+  s = io::quantize_checkpoint(in.string(), out.string(), opt, &sum);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  if (!has_sm90a_device()) {
+    EXPECT_FALSE(sum.used_gpu);
+    EXPECT_EQ(sum.device.rfind("cpu (", 0), 0u) << sum.device;
+    EXPECT_NE(sum.device_note.find("no usable sm_90 GPU"), std::string::npos) << sum.device_note;
+    // --device gpu without a GPU is an error that says why.
+    opt.device = io::QuantDevice::kGpu;
+    s = io::quantize_checkpoint(in.string(), out.string() + "_gpu", opt, &sum);
+    EXPECT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find("--device gpu: no usable sm_90 GPU"), std::string::npos) << s.to_string();
+  } else {
+    EXPECT_TRUE(sum.used_gpu) << sum.device << " " << sum.device_note;
+    EXPECT_EQ(sum.device.rfind("gpu (", 0), 0u) << sum.device;
+  }
+  fs::remove_all(in);
+  fs::remove_all(out);
+  fs::remove_all(out.string() + "_gpu");
 }

@@ -122,6 +122,26 @@ TEST(SafetensorsMalformed, HeaderNotObject) {
   EXPECT_REJECTED(image(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0]}})", 1), "data_offsets");
 }
 
+TEST(SafetensorsMalformed, MetadataNotObjectOfStrings) {
+  EXPECT_REJECTED(image(R"({"__metadata__":"pt"})", 0), "__metadata__ must be an object");
+  EXPECT_REJECTED(image(R"({"__metadata__":["format","pt"]})", 0), "__metadata__ must be an object");
+  EXPECT_REJECTED(image(R"({"__metadata__":null})", 0), "__metadata__ must be an object");
+  EXPECT_REJECTED(image(R"({"__metadata__":{"format":{"a":"b"}}})", 0), "__metadata__ value of 'format' is a object");
+  EXPECT_REJECTED(image(R"({"__metadata__":{"format":"pt","format":"np"}})", 0), "duplicate key 'format'");
+}
+
+TEST(SafetensorsMalformed, EntryFieldsOfWrongType) {
+  EXPECT_REJECTED(image(R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,1]}})", 1), "non-string \"dtype\"");
+  EXPECT_REJECTED(image(R"({"w":{"dtype":"U8","shape":"1","data_offsets":[0,1]}})", 1), "non-array \"shape\"");
+  EXPECT_REJECTED(image(R"({"w":{"dtype":"U8","shape":[[1]],"data_offsets":[0,1]}})", 1), "not an integer >= 0");
+  EXPECT_REJECTED(image(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":{"begin":0,"end":1}}})", 1),
+                  "must be an array [begin, end]");
+  EXPECT_REJECTED(image(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1,2]}})", 1),
+                  "must be an array [begin, end]");
+  EXPECT_REJECTED(image(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1.0]}})", 1), "integers >= 0");
+  EXPECT_REJECTED(image(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":["0","1"]}})", 1), "integers >= 0");
+}
+
 TEST(SafetensorsMalformed, UnknownDtype) {
   EXPECT_REJECTED(image(R"({"w":{"dtype":"F12","shape":[1],"data_offsets":[0,2]}})", 2), "tensor 'w': unknown dtype 'F12'");
   EXPECT_REJECTED(image(R"({"w":{"dtype":"bf16","shape":[1],"data_offsets":[0,2]}})", 2), "unknown dtype");
@@ -211,6 +231,10 @@ TEST(SafetensorsFile, OpenErrorsNameThePath) {
   }
   s = SafetensorsFile::open((d / "empty.safetensors").string(), &f);
   EXPECT_FALSE(s.is_ok());
+  // A directory is not a safetensors file.
+  fs::create_directories(d / "dir.safetensors");
+  s = SafetensorsFile::open((d / "dir.safetensors").string(), &f);
+  EXPECT_NE(s.message().find("not a regular file"), std::string::npos) << s.message();
   fs::remove_all(d);
 }
 

@@ -95,7 +95,7 @@ TEST_F(Cli, CpuDemoSmall) {
 }
 
 TEST_F(Cli, BenchForwardsOrSaysNotBuilt) {
-  for (const char* which : {"quantize", "gemm"}) {
+  for (const char* which : {"quantize", "gemm", "moe"}) {
     const Result r = run_cli(std::string("bench ") + which + " --help");
     if (r.code == 2) {
       EXPECT_NE(r.err.find("not built"), std::string::npos) << r.err;

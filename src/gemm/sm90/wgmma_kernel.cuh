@@ -71,8 +71,9 @@ struct WgCfg {
   static constexpr int kWOff = S * kABytes;
   static constexpr int kSOff = kWOff + S * kWBytes;
   static constexpr int kBarOff = kSOff + S * kSBytes;
-  static constexpr int kPrefixOff = kBarOff + 2 * S * 8;         // grouped mode: int[kWgMaxGroups + 1]
-  static constexpr int kSmemBytes = kPrefixOff + 4 * (kWgMaxGroups + 1) + 1024;  // + alignment slack
+  // Grouped mode: int prefix[kWgMaxGroups + 1] (tiles before each group), int offsets[kWgMaxGroups + 1].
+  static constexpr int kPrefixOff = kBarOff + 2 * S * 8;
+  static constexpr int kSmemBytes = kPrefixOff + 8 * (kWgMaxGroups + 1) + 1024;  // + alignment slack
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA on sm_90");
 };
 
@@ -206,7 +207,7 @@ struct WgTile {
 };
 
 template <bool G, int BM>
-__device__ __forceinline__ WgTile wg_tile(const WgmmaGemmArgs& args, const int* prefix, int t) {
+__device__ __forceinline__ WgTile wg_tile(const WgmmaGemmArgs& args, const int* prefix, const int* offsets, int t) {
   WgTile x;
   if constexpr (!G) {
     wg_raster(args.n_tiles, args.m_tiles, t, x.nt, x.mt);
@@ -222,23 +223,28 @@ __device__ __forceinline__ WgTile wg_tile(const WgmmaGemmArgs& args, const int* 
       else hi = mid - 1;
     }
     x.g = lo;
-    x.row0 = __ldg(args.offsets + lo);
-    x.rows = __ldg(args.offsets + lo + 1) - x.row0;
+    x.row0 = offsets[lo];
+    x.rows = offsets[lo + 1] - x.row0;
     wg_raster(args.n_tiles, (x.rows + BM - 1) / BM, t - prefix[lo], x.nt, x.mt);
   }
   return x;
 }
 
-// Grouped mode: prefix[g] = tiles of groups < g (prefix[groups] = all tiles), by warp 0.
+// Grouped mode, step 1 (all threads): the group offsets into shared memory, one coalesced pass.
+__device__ __forceinline__ void wg_load_offsets(const WgmmaGemmArgs& args, int* offsets) {
+  for (int i = threadIdx.x; i <= args.groups; i += blockDim.x) offsets[i] = __ldg(args.offsets + i);
+}
+
+// Step 2 (warp 0, after a barrier): prefix[g] = tiles of groups < g (prefix[groups] = all tiles).
 template <int BM>
-__device__ __forceinline__ void wg_group_prefix(const WgmmaGemmArgs& args, int* prefix, int lane) {
+__device__ __forceinline__ void wg_group_prefix(const WgmmaGemmArgs& args, const int* offsets, int* prefix, int lane) {
   int carry = 0;
   if (lane == 0) prefix[0] = 0;
   for (int g0 = 0; g0 < args.groups; g0 += 32) {
     const int g = g0 + lane;
     int tiles = 0;
     if (g < args.groups) {
-      const int rows = __ldg(args.offsets + g + 1) - __ldg(args.offsets + g);
+      const int rows = offsets[g + 1] - offsets[g];
       tiles = rows > 0 ? ((rows + BM - 1) / BM) * args.n_tiles : 0;
     }
 #pragma unroll
@@ -269,8 +275,11 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   int* prefix = reinterpret_cast<int*>(smem_raw + (smem_base - smem_u32(smem_raw)) + Cfg::kPrefixOff);
+  int* offsets = prefix + (kWgMaxGroups + 1);
   if constexpr (G) {
-    if (warp == 0) wg_group_prefix<BM>(args, prefix, lane);
+    wg_load_offsets(args, offsets);
+    __syncthreads();
+    if (warp == 0) wg_group_prefix<BM>(args, offsets, prefix, lane);
   }
 
   if (threadIdx.x == 0) {
@@ -295,7 +304,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       int stage = 0;
       uint32_t phase = 0;
       for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-        const WgTile x = wg_tile<G, BM>(args, prefix, tile);
+        const WgTile x = wg_tile<G, BM>(args, prefix, offsets, tile);
         const int row_tile0 = x.nt * (BN / 16);
         const int tok0 = x.row0 + x.mt * BM;
         for (int kb = 0; kb < args.k_chunks; ++kb) {
@@ -381,7 +390,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     };
 
     for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-      const WgTile x = wg_tile<G, BM>(args, prefix, tile);
+      const WgTile x = wg_tile<G, BM>(args, prefix, offsets, tile);
       const int nt = x.nt, mt = x.mt;
 #pragma unroll
       for (int sl = 0; sl < kSlabs; ++sl)

@@ -1,0 +1,151 @@
+// Device helpers shared by the MoE kernels (src/moe): 16-bit element access in 16-byte vectors,
+// the exact NVFP4 quantize-and-decode of one 16-element block (kExact recipe of
+// format/block_recipes.h, the same functions the CPU reference calls), warp-level utilities.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "format/block_recipes.h"
+#include "format/e2m1.h"
+#include "format/e4m3.h"
+#include "fp4kit/types.h"
+
+namespace fp4kit::moe_impl {
+
+inline constexpr unsigned kFullMask = 0xffffffffu;
+
+// ---- 16-bit activations (kBF16: BF16, else FP16), as raw bits ------------------------------------
+template <bool kBF16>
+__device__ __forceinline__ float act_to_float(uint32_t bits16) {
+  if constexpr (kBF16) {
+    return __uint_as_float(bits16 << 16);  // exact
+  } else {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(bits16)));  // exact
+  }
+}
+
+// FP32 -> 16 bits, round to nearest even (the conversion the reference performs).
+template <bool kBF16>
+__device__ __forceinline__ uint32_t float_to_act(float f) {
+  if constexpr (kBF16) {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+  } else {
+    return __half_as_ushort(__float2half_rn(f));
+  }
+}
+
+// 8 elements (one 16-byte vector) <-> floats. Element 2j is the low half of word j.
+template <bool kBF16>
+__device__ __forceinline__ void unpack8(const uint4& v, float* x) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    x[2 * j] = act_to_float<kBF16>(w[j] & 0xffffu);
+    x[2 * j + 1] = act_to_float<kBF16>(w[j] >> 16);
+  }
+}
+
+template <bool kBF16>
+__device__ __forceinline__ uint4 pack8(const float* x) {
+  uint32_t w[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) w[j] = float_to_act<kBF16>(x[2 * j]) | (float_to_act<kBF16>(x[2 * j + 1]) << 16);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// 16 elements at p (16-byte aligned).
+template <bool kBF16>
+__device__ __forceinline__ void load16(const void* p, float (&x)[16]) {
+  const uint4* q = static_cast<const uint4*>(p);
+  const uint4 a = q[0], b = q[1];
+  unpack8<kBF16>(a, x);
+  unpack8<kBF16>(b, x + 8);
+}
+
+template <bool kBF16>
+__device__ __forceinline__ void store16(void* p, const float (&x)[16]) {
+  uint4* q = static_cast<uint4*>(p);
+  q[0] = pack8<kBF16>(x);
+  q[1] = pack8<kBF16>(x + 8);
+}
+
+// Rounds 16 floats to the activation dtype and back (exact afterwards).
+template <bool kBF16>
+__device__ __forceinline__ void round16(float (&x)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) x[i] = act_to_float<kBF16>(float_to_act<kBF16>(x[i]));
+}
+
+// ---- NVFP4 (kExact) quantize + exact decode of one block of 16 ------------------------------------
+// x[i] <- e2m1(code_i) * sf, where (sf, code_i) is what quantize_nvfp4 (kExact, global scale `gs`)
+// produces for this block: amax over |x| ignoring NaNs, nvfp4_block_scale, nvfp4_encode_element.
+// The product has at most 6 significant bits and lies in [2^-10, 2688] (or is 0), so it is exact in
+// FP32, BF16 and FP16 (FP16's smallest normal is 2^-14).
+__device__ __forceinline__ void nvfp4_exact_roundtrip16(float (&x)[16], float gs) {
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) amax = format::fmax_nan_ignoring(amax, format::abs_f(x[i]));
+  const format::BlockScale bs = format::nvfp4_block_scale(amax, gs, QuantNumerics::kExact);
+  const float sf = format::e4m3_to_float(bs.sf);
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const uint32_t code = format::nvfp4_encode_element(x[i], bs, QuantNumerics::kExact);
+    x[i] = __fmul_rn(format::e2m1_to_float(code), sf);
+  }
+}
+
+// 16 E2M1 codes (8 bytes, element 2j in the low nibble of byte j) times an E4M3 scale byte.
+__device__ __forceinline__ void nvfp4_decode16(uint2 codes, uint8_t sf_byte, float (&x)[16]) {
+  const float sf = format::e4m3_to_float(sf_byte);
+  const uint32_t w[2] = {codes.x, codes.y};
+#pragma unroll
+  for (int i = 0; i < 16; ++i) x[i] = __fmul_rn(format::e2m1_to_float((w[i / 8] >> (4 * (i % 8))) & 15u), sf);
+}
+
+// q = idx / d, r = idx % d for non-negative operands, in 32 bits when both fit (a 64-bit division
+// costs several times more, and the elementwise kernels do one per 16-byte vector).
+__device__ __forceinline__ void divmod_nonneg(int64_t idx, int64_t d, int64_t& q, int64_t& r) {
+  if (((idx | d) >> 32) == 0) {
+    const uint32_t qq = uint32_t(idx) / uint32_t(d);
+    q = qq;
+    r = idx - int64_t(qq) * d;
+  } else {
+    q = idx / d;
+    r = idx - q * d;
+  }
+}
+
+// ---- warp helpers ------------------------------------------------------------------------------------
+__device__ __forceinline__ unsigned lanemask_lt() {
+  unsigned m;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+  return m;
+}
+
+__device__ __forceinline__ unsigned long long warp_max_u64(unsigned long long v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const unsigned long long w = __shfl_xor_sync(kFullMask, v, o);
+    v = w > v ? w : v;
+  }
+  return v;
+}
+
+__device__ __forceinline__ float warp_max_f32(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, o));
+  return v;
+}
+
+__device__ __forceinline__ double warp_sum_f64(double v) {
+  // Butterfly: every lane ends with the same value, and the order of the additions is fixed.
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
+  return v;
+}
+
+}  // namespace fp4kit::moe_impl

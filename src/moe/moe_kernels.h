@@ -1,0 +1,119 @@
+// Internal interface of the fused-MoE kernels (src/moe/*.cu): limits, argument blocks and host
+// launchers. The pipeline and its numerics are described at the top of src/moe/fused_moe.cu.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fp4kit/status.h"
+#include "fp4kit/types.h"
+
+typedef struct CUstream_st* cudaStream_t;
+
+namespace fp4kit::moe_impl {
+
+// ---- routing (moe_route) ----------------------------------------------------------------------------
+inline constexpr int kMaxRouteExperts = 512;
+inline constexpr int kMaxRouteTopK = 16;
+
+// ---- permutation ------------------------------------------------------------------------------------
+// A "chunk" of expanded entries (t, j) is ranked by one 512-thread block: warp w takes a contiguous
+// span of at most kMaxSpan entries and counts them per local expert in a uint16 table
+// [warps][E_local] in shared memory (kTableEntries entries at most).
+inline constexpr int kPermuteThreads = 512;
+inline constexpr int kPermuteWarps = kPermuteThreads / 32;
+inline constexpr int kMaxSpan = 256;  // entries per warp (8 iterations of 32)
+inline constexpr int kTableEntries = 16384;
+inline constexpr int64_t kMaxLocalExperts = kTableEntries;  // E / ep_size
+// Small problems: one kernel ranks all T*top_k entries in every block (redundantly) and gathers.
+inline constexpr int64_t kFusedMaxRows = int64_t(kPermuteWarps) * kMaxSpan;  // 4096
+inline constexpr int64_t kFusedMaxExperts = kPermuteThreads;                  // 512
+
+inline bool use_fused_permute(int64_t rows, int64_t e_local) {
+  return rows <= kFusedMaxRows && e_local <= kFusedMaxExperts;
+}
+// Multi-kernel path: warps per chunk (their tables must fit) and entries per chunk.
+inline int chunk_warps(int64_t e_local) {
+  const int64_t w = kTableEntries / (e_local > 0 ? e_local : 1);
+  return int(w < 1 ? 1 : (w > kPermuteWarps ? kPermuteWarps : w));
+}
+inline int64_t chunk_entries(int64_t e_local) { return int64_t(chunk_warps(e_local)) * kMaxSpan; }
+inline int64_t chunk_count(int64_t rows, int64_t e_local) {
+  const int64_t c = chunk_entries(e_local);
+  return (rows + c - 1) / c;
+}
+
+// Bits of the permutation's error word (workspace header[0]).
+inline constexpr int kBadExpertId = 1;    // some id is outside [0, E) (treated as not routed)
+inline constexpr int kGroupOverflow = 2;  // some local expert got more than T rows (a token selects
+                                          // it twice): past the grouped GEMM's max_group_rows = T
+
+// How the gather writes the permuted FC1 input rows.
+enum class GatherMode : int {
+  kCopy = 0,      // W4A16: copy the 16-bit row
+  kQuantize = 1,  // W4A4, 16-bit input: kExact NVFP4 with fc1_act_global, write e2m1 * sf
+  kDecode = 2,    // W4A4, NVFP4 input: e2m1 * sf from codes and 128x4 scales
+};
+
+struct PermuteArgs {
+  const int32_t* selected = nullptr;  // [n] global expert ids
+  int n = 0;                          // T * top_k (expanded entries)
+  int top_k = 0;
+  int num_experts = 0;  // E
+  int e_begin = 0;      // first local expert
+  int e_local = 0;
+  int32_t* perm = nullptr;        // [n]: permuted row of entry (t, j), or -1
+  int32_t* offsets = nullptr;     // [e_local + 1]
+  int32_t* active = nullptr;      // [e_local]: local experts with rows, ascending
+  int32_t* num_active = nullptr;  // [1]
+  int32_t* row_expert = nullptr;  // [n]: local expert of each permuted row
+  int32_t* error_flag = nullptr;  // [1]: kBadExpertId | kGroupOverflow bits
+  int32_t* chunk_counts = nullptr;  // multi-kernel path: [chunks][e_local]
+  int32_t* chunk_flags = nullptr;   // multi-kernel path: [chunks]
+};
+
+struct GatherArgs {
+  GatherMode mode = GatherMode::kCopy;
+  bool bf16 = true;  // activation dtype
+  const void* input = nullptr;          // [T, H] 16-bit or codes [T, H/2]
+  const uint8_t* input_scales = nullptr;  // kDecode: 128x4 over T rows
+  int64_t hidden = 0;
+  void* a1 = nullptr;                   // [rows, hidden] 16-bit
+  const float* act_global = nullptr;    // kQuantize
+  bool per_expert = false;
+};
+
+// Fused path (use_fused_permute): permutation + gather in one launch.
+Status launch_permute_gather_fused(const PermuteArgs& a, const GatherArgs& g, int sm_count, cudaStream_t stream);
+// Multi-kernel path: count, scan, rank (permutation only) ...
+Status launch_permute_multi(const PermuteArgs& a, cudaStream_t stream);
+// ... then the gather, after the optional expert-id check.
+Status launch_gather(const PermuteArgs& a, const GatherArgs& g, int sm_count, cudaStream_t stream);
+
+// ---- SwiGLU and finalize ----------------------------------------------------------------------------
+struct SwigluArgs {
+  bool bf16 = true;
+  bool quantize = false;          // W4A4: quantize h with act_global (kExact) and write e2m1 * sf
+  const void* f1 = nullptr;       // [rows, 2I]
+  void* a2 = nullptr;             // [rows, I]
+  int64_t inter = 0;
+  int64_t max_rows = 0;           // T * top_k (grid size); the rows done are offsets[e_local]
+  const int32_t* total_rows = nullptr;  // &offsets[e_local]
+  const int32_t* row_expert = nullptr;
+  const float* act_global = nullptr;
+  bool per_expert = false;
+};
+Status launch_swiglu(const SwigluArgs& s, int sm_count, cudaStream_t stream);
+
+struct FinalizeArgs {
+  bool bf16 = true;
+  const void* f2 = nullptr;  // [rows, H]
+  const int32_t* perm = nullptr;
+  const float* scales = nullptr;  // [T, top_k]
+  int64_t tokens = 0, hidden = 0;
+  int top_k = 0;
+  void* out = nullptr;       // [T, H]
+};
+Status launch_finalize(const FinalizeArgs& f, int sm_count, cudaStream_t stream);
+
+}  // namespace fp4kit::moe_impl

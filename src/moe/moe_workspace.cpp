@@ -1,0 +1,100 @@
+#include "moe/moe_workspace.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
+
+#include "gemm/grouped.h"
+#include "moe/moe_kernels.h"
+
+namespace fp4kit::moe_impl {
+
+MoeDims moe_dims(const MoeParams& p) {
+  MoeDims d;
+  d.tokens = p.num_tokens;
+  d.max_tokens = std::max(p.num_tokens, p.max_tokens);
+  d.hidden = p.hidden;
+  d.inter = p.inter;
+  d.experts = p.num_experts;
+  d.top_k = p.top_k;
+  d.e_local = p.ep_size > 0 ? p.num_experts / p.ep_size : 0;
+  d.e_begin = d.e_local * p.ep_rank;
+  d.rows = p.num_tokens * p.top_k;
+  d.max_rows = d.max_tokens * p.top_k;
+  return d;
+}
+
+namespace {
+
+size_t align_up(size_t x) { return (x + kRegionAlign - 1) / kRegionAlign * kRegionAlign; }
+
+}  // namespace
+
+MoeWorkspaceLayout moe_workspace_layout(const MoeDims& d, size_t gemm1_ws_bytes, size_t gemm2_ws_bytes) {
+  MoeWorkspaceLayout l;
+  const size_t R = size_t(d.max_rows);
+  const size_t E = size_t(d.e_local);
+  // The multi-kernel permutation runs when some T <= max_tokens is past the fused kernel's limits.
+  const bool multi = !use_fused_permute(d.max_rows, d.e_local);
+  const size_t chunks = multi ? size_t(chunk_count(d.max_rows, d.e_local)) : 0;
+  size_t at = 0;
+  auto region = [&](size_t bytes) {
+    const size_t start = at;
+    at = align_up(at + bytes);
+    return start;
+  };
+  l.header = region(4 * sizeof(int32_t));
+  l.offsets = region((E + 1) * sizeof(int32_t));
+  l.active = region(E * sizeof(int32_t));
+  l.perm = region(R * sizeof(int32_t));
+  l.row_expert = region(R * sizeof(int32_t));
+  l.chunk_counts = region(chunks * E * sizeof(int32_t));
+  l.chunk_flags = region(chunks * sizeof(int32_t));
+  l.act = region(R * size_t(std::max(d.hidden, d.inter)) * 2);
+  l.gemm_out = region(R * size_t(std::max(2 * d.inter, d.hidden)) * 2);
+  l.gemm1_ws_bytes = gemm1_ws_bytes;
+  l.gemm2_ws_bytes = gemm2_ws_bytes;
+  l.gemm1_ws = region(gemm1_ws_bytes);
+  l.gemm2_ws = region(gemm2_ws_bytes);
+  l.total = at;
+  return l;
+}
+
+size_t grouped_workspace_bound(int64_t groups, int64_t max_tokens, int64_t top_k, int64_t n, int64_t k, DType dtype,
+                               int tactic) {
+  if (groups <= 0 || max_tokens <= 0 || top_k <= 0 || n <= 0 || k <= 0) return 0;
+  static std::mutex mu;
+  static std::map<std::array<int64_t, 7>, size_t> cache;
+  const std::array<int64_t, 7> key{groups, max_tokens, top_k, n, k, int64_t(dtype), tactic};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  gemm_impl::GroupedGemmParams g;
+  g.groups = groups;
+  g.n = n;
+  g.k = k;
+  g.a_dtype = dtype;
+  g.tactic = tactic;
+  auto at = [&](int64_t tokens) {
+    g.max_rows = tokens * top_k;
+    g.max_group_rows = tokens;
+    return gemm_impl::grouped_gemm_workspace_bytes(g);
+  };
+  size_t bound = at(max_tokens);
+  if (tactic < 0) {
+    // The heuristic may pick a different tactic at every T' (workspace-hungry decode tactics at
+    // small T'), so every T' is evaluated; each tactic's requirement grows with T', and only the
+    // decode family (few rows per group) needs a workspace, so past 65536 tokens only T' =
+    // max_tokens is added.
+    const int64_t scan = std::min<int64_t>(max_tokens, 65536);
+    for (int64_t t = 1; t <= scan; ++t) bound = std::max(bound, at(t));
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  cache[key] = bound;
+  return bound;
+}
+
+}  // namespace fp4kit::moe_impl

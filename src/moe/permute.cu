@@ -1,0 +1,408 @@
+// MoE permutation (a stable counting sort of the T*top_k expanded entries by local expert) and the
+// gather of the permuted FC1 input rows. See the overview at the top of src/moe/fused_moe.cu.
+//
+// Ranking one chunk of entries (chunk_pass1 / finish): warp w of the block takes a contiguous span
+// of the chunk and walks it 32 entries at a time; __match_any_sync groups the lanes that hold the
+// same local expert, each lane's rank among the span's entries of that expert is the per-warp count
+// so far (table[w][e], shared memory) plus its position among its peers, and the peers' leader then
+// advances the count. Turning each column of the table into an exclusive prefix over the warps
+// makes   row = expert offset + chunk base + table[w][e] + rank   the entry's row: rows of one
+// expert are in entry order (t, then j), whatever the number of blocks, so the permutation is the
+// same in every block and every run. No global atomics anywhere.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "common/cuda_check.h"
+#include "format/scale_layout.h"
+#include "moe/moe_device.cuh"
+#include "moe/moe_kernels.h"
+
+namespace fp4kit::moe_impl {
+namespace {
+
+constexpr int kIters = kMaxSpan / 32;  // 8
+
+static_assert(kMaxSpan % 32 == 0, "spans are whole warps");
+static_assert(kFusedMaxExperts <= kPermuteThreads, "the fused kernel scans one expert per thread");
+static_assert(kFusedMaxRows <= 32767, "the fused kernel keeps rows in int16");
+static_assert(kFusedMaxRows <= 65535 && kMaxSpan * kPermuteWarps <= 65535, "uint16 count tables");
+
+__host__ __device__ __forceinline__ int ceil_div_i(int a, int b) { return (a + b - 1) / b; }
+
+// Span per warp for `len` entries over at most `warps` warps: a multiple of 32, <= kMaxSpan when
+// len <= warps * kMaxSpan.
+__device__ __forceinline__ int span_for(int len, int warps) { return ceil_div_i(ceil_div_i(len, warps), 32) * 32; }
+
+// Pass 1 over the chunk [c0, c0 + len). Requires table[0, nw * e_local) zeroed (nw = warps used).
+// On return (after the caller's barrier) table[w][e] counts expert e in warp w's span; e[it] and
+// rank[it] hold this lane's entries (e = -1: not a local expert or past the end). Returns whether
+// this lane saw an id outside [0, E).
+__device__ __forceinline__ bool chunk_pass1(const PermuteArgs& a, int c0, int len, int span, int nw,
+                                            uint16_t* table, int (&e)[kIters], int (&rank)[kIters]) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  bool bad = false;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    e[it] = -1;
+    rank[it] = 0;
+  }
+  if (warp >= nw) return false;
+  uint16_t* row = table + warp * a.e_local;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    if (it * 32 < span) {  // warp-uniform
+      const int li = warp * span + it * 32 + lane;
+      int le = -1;
+      if (li < len) {
+        const int id = a.selected[c0 + li];
+        if (id < 0 || id >= a.num_experts) {
+          bad = true;
+        } else {
+          const int l = id - a.e_begin;
+          if (l >= 0 && l < a.e_local) le = l;
+        }
+      }
+      const unsigned peers = __match_any_sync(kFullMask, le);
+      const int leader = __ffs(peers) - 1;
+      if (le >= 0) {
+        e[it] = le;
+        rank[it] = int(row[le]) + __popc(peers & lanemask_lt());
+      }
+      __syncwarp();
+      if (le >= 0 && lane == leader) row[le] = uint16_t(row[le] + __popc(peers));
+      __syncwarp();
+    }
+  }
+  return bad;
+}
+
+// table[w][e] <- Σ_{w' < w} table[w'][e] for the experts this thread owns (e = tid, tid + step, ..);
+// returns the column total of expert `e`. One expert per call.
+__device__ __forceinline__ int column_prefix(uint16_t* table, int e, int e_local, int nw) {
+  int run = 0;
+  for (int w = 0; w < nw; ++w) {
+    const int c = table[w * e_local + e];
+    table[w * e_local + e] = uint16_t(run);
+    run += c;
+  }
+  return run;
+}
+
+// Exclusive scan of one 64-bit value per thread over the block; *total gets the block sum.
+// scratch: kThreads/32 values. Ends with a barrier, so it can be called again right away.
+template <int kThreads>
+__device__ __forceinline__ unsigned long long block_exclusive_scan(unsigned long long v, unsigned long long* scratch,
+                                                                   unsigned long long* total) {
+  constexpr int kWarps = kThreads / 32;
+  static_assert(kWarps <= 32, "one warp scans the warp totals");
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  unsigned long long x = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned long long y = __shfl_up_sync(kFullMask, x, o);
+    if (lane >= o) x += y;
+  }
+  if (lane == 31) scratch[warp] = x;
+  __syncthreads();
+  if (warp == 0) {
+    unsigned long long w = lane < kWarps ? scratch[lane] : 0ull;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const unsigned long long y = __shfl_up_sync(kFullMask, w, o);
+      if (lane >= o) w += y;
+    }
+    if (lane < kWarps) scratch[lane] = w;  // inclusive prefix of the warp totals
+  }
+  __syncthreads();
+  const unsigned long long base = warp > 0 ? scratch[warp - 1] : 0ull;
+  *total = scratch[kWarps - 1];
+  __syncthreads();
+  return base + x - v;
+}
+
+// ---- gather ----------------------------------------------------------------------------------------------
+// One item = 16 consecutive elements of a row: input row t, block c -> A1 row `row`.
+template <bool kBF16, GatherMode kMode>
+__device__ __forceinline__ void gather_item(const GatherArgs& g, int64_t t, int64_t row, int local_expert, int64_t c) {
+  uint16_t* dst = static_cast<uint16_t*>(g.a1) + row * g.hidden + c * 16;
+  if constexpr (kMode == GatherMode::kCopy) {
+    const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(g.input) + t * g.hidden + c * 16);
+    const uint4 v0 = src[0], v1 = src[1];
+    reinterpret_cast<uint4*>(dst)[0] = v0;
+    reinterpret_cast<uint4*>(dst)[1] = v1;
+  } else if constexpr (kMode == GatherMode::kQuantize) {
+    float x[16];
+    load16<kBF16>(static_cast<const uint16_t*>(g.input) + t * g.hidden + c * 16, x);
+    const float gs = g.act_global[g.per_expert ? local_expert : 0];
+    nvfp4_exact_roundtrip16(x, gs);
+    store16<kBF16>(dst, x);
+  } else {
+    const uint2 codes = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(g.input) + t * (g.hidden / 2) + c * 8);
+    const int64_t sf_cols = g.hidden / 16;  // a multiple of 4 (hidden % 64 == 0)
+    const uint8_t sf = g.input_scales[format::sf_offset_128x4(t, c, sf_cols)];
+    float x[16];
+    nvfp4_decode16(codes, sf, x);
+    store16<kBF16>(dst, x);
+  }
+}
+
+// ---- fused path: every block ranks all entries, block 0 publishes, all blocks gather ---------------------
+template <bool kBF16, GatherMode kMode>
+__global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(PermuteArgs a, GatherArgs g) {
+  __shared__ uint16_t table[kPermuteWarps * kFusedMaxExperts];  // 16 KB
+  __shared__ int16_t perm_s[kFusedMaxRows];                     // 8 KB
+  __shared__ int offs_s[kFusedMaxExperts];
+  __shared__ unsigned long long scan_s[kPermuteWarps];
+
+  const int tid = threadIdx.x;
+  const int n = a.n, e_local = a.e_local;
+  const bool publish = blockIdx.x == 0;
+  const int span = span_for(n, kPermuteWarps);
+  const int nw = ceil_div_i(n, span);
+  for (int i = tid; i < nw * e_local; i += kPermuteThreads) table[i] = 0;
+  __syncthreads();
+
+  int e[kIters], rank[kIters];
+  const bool bad = chunk_pass1(a, 0, n, span, nw, table, e, rank);
+  const int any_bad = __syncthreads_or(bad);
+
+  // Counts and offsets: one expert per thread. An expert with more than T rows (a token selects it
+  // twice) would exceed the grouped GEMM's max_group_rows: flagged.
+  int count = 0;
+  if (tid < e_local) count = column_prefix(table, tid, e_local, nw);
+  const int overflow = __syncthreads_or(count > n / a.top_k);
+  const unsigned long long packed = (static_cast<unsigned long long>(count) << 32) | (count > 0 ? 1ull : 0ull);
+  unsigned long long total;
+  const unsigned long long excl = block_exclusive_scan<kPermuteThreads>(packed, scan_s, &total);
+  if (tid < e_local) {
+    offs_s[tid] = int(excl >> 32);
+    if (publish) {
+      a.offsets[tid] = int(excl >> 32);
+      if (count > 0) a.active[uint32_t(excl)] = tid;
+    }
+  }
+  if (publish && tid == 0) {
+    a.offsets[e_local] = int(total >> 32);
+    *a.num_active = int(uint32_t(total));
+    *a.error_flag = (any_bad ? kBadExpertId : 0) | (overflow ? kGroupOverflow : 0);
+  }
+  __syncthreads();
+
+  // Rows.
+  {
+    const int warp = tid >> 5, lane = tid & 31;
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int li = warp * span + it * 32 + lane;
+      if (warp < nw && it * 32 < span && li < n) {
+        int row = -1;
+        if (e[it] >= 0) row = offs_s[e[it]] + table[warp * e_local + e[it]] + rank[it];
+        perm_s[li] = int16_t(row);
+        if (publish) {
+          a.perm[li] = row;
+          if (row >= 0) a.row_expert[row] = e[it];
+        }
+      }
+    }
+  }
+  __syncthreads();
+
+  // Gather: items (entry, 16-element block), consecutive threads on consecutive blocks of a row.
+  const int64_t hb = g.hidden / 16;
+  const int64_t items = int64_t(n) * hb;
+  for (int64_t idx = int64_t(blockIdx.x) * kPermuteThreads + tid; idx < items; idx += int64_t(gridDim.x) * kPermuteThreads) {
+    int64_t i, c;
+    divmod_nonneg(idx, hb, i, c);
+    const int row = perm_s[i];
+    if (row < 0) continue;
+    gather_item<kBF16, kMode>(g, int(i) / a.top_k, row, a.selected[i] - a.e_begin, c);
+  }
+}
+
+// ---- multi-kernel path -------------------------------------------------------------------------------------
+struct ChunkGeometry {
+  int c0, len, span, nw;
+};
+
+__device__ __forceinline__ ChunkGeometry chunk_geometry(const PermuteArgs& a, int warps) {
+  ChunkGeometry cg;
+  const int entries = warps * kMaxSpan;
+  cg.c0 = int(blockIdx.x) * entries;
+  cg.len = min(entries, a.n - cg.c0);
+  cg.span = span_for(cg.len, warps);
+  cg.nw = ceil_div_i(cg.len, cg.span);
+  return cg;
+}
+
+// K1: per-chunk counts of every local expert and the chunk's bad-id flag.
+__global__ void __launch_bounds__(kPermuteThreads) permute_count_kernel(PermuteArgs a, int warps) {
+  extern __shared__ uint16_t dyn_table[];
+  const ChunkGeometry cg = chunk_geometry(a, warps);
+  for (int i = threadIdx.x; i < cg.nw * a.e_local; i += kPermuteThreads) dyn_table[i] = 0;
+  __syncthreads();
+  int e[kIters], rank[kIters];
+  const bool bad = chunk_pass1(a, cg.c0, cg.len, cg.span, cg.nw, dyn_table, e, rank);
+  const int any_bad = __syncthreads_or(bad);
+  for (int ex = threadIdx.x; ex < a.e_local; ex += kPermuteThreads) {
+    int s = 0;
+    for (int w = 0; w < cg.nw; ++w) s += dyn_table[w * a.e_local + ex];
+    a.chunk_counts[int64_t(blockIdx.x) * a.e_local + ex] = s;
+  }
+  if (threadIdx.x == 0) a.chunk_flags[blockIdx.x] = any_bad;
+}
+
+// K2 (one block): expert offsets, active list, per-chunk bases (in place over chunk_counts), flag.
+constexpr int kScanThreads = 1024;
+__global__ void __launch_bounds__(kScanThreads) permute_scan_kernel(PermuteArgs a, int chunks) {
+  __shared__ unsigned long long scan_s[kScanThreads / 32];
+  unsigned long long carry = 0;
+  int overflow = 0;
+  for (int base = 0; base < a.e_local; base += kScanThreads) {
+    const int ex = base + int(threadIdx.x);
+    int count = 0;
+    if (ex < a.e_local)
+      for (int c = 0; c < chunks; ++c) count += a.chunk_counts[int64_t(c) * a.e_local + ex];
+    overflow |= count > a.n / a.top_k;
+    const unsigned long long packed =
+        ex < a.e_local ? (static_cast<unsigned long long>(count) << 32) | (count > 0 ? 1ull : 0ull) : 0ull;
+    unsigned long long total;
+    const unsigned long long excl = block_exclusive_scan<kScanThreads>(packed, scan_s, &total) + carry;
+    if (ex < a.e_local) {
+      const int off = int(excl >> 32);
+      a.offsets[ex] = off;
+      if (count > 0) a.active[uint32_t(excl)] = ex;
+      int run = off;
+      for (int c = 0; c < chunks; ++c) {
+        const int64_t at = int64_t(c) * a.e_local + ex;
+        const int v = a.chunk_counts[at];
+        a.chunk_counts[at] = run;
+        run += v;
+      }
+    }
+    carry += total;
+  }
+  int bad = 0;
+  for (int c = threadIdx.x; c < chunks; c += kScanThreads) bad |= a.chunk_flags[c];
+  bad = __syncthreads_or(bad);
+  overflow = __syncthreads_or(overflow);
+  if (threadIdx.x == 0) {
+    a.offsets[a.e_local] = int(carry >> 32);
+    *a.num_active = int(uint32_t(carry));
+    *a.error_flag = (bad ? kBadExpertId : 0) | (overflow ? kGroupOverflow : 0);
+  }
+}
+
+// K3: ranks each chunk again (the same way as K1) and writes perm and row_expert.
+__global__ void __launch_bounds__(kPermuteThreads) permute_rank_kernel(PermuteArgs a, int warps) {
+  extern __shared__ uint16_t dyn_table[];
+  const ChunkGeometry cg = chunk_geometry(a, warps);
+  for (int i = threadIdx.x; i < cg.nw * a.e_local; i += kPermuteThreads) dyn_table[i] = 0;
+  __syncthreads();
+  int e[kIters], rank[kIters];
+  (void)chunk_pass1(a, cg.c0, cg.len, cg.span, cg.nw, dyn_table, e, rank);
+  __syncthreads();
+  for (int ex = threadIdx.x; ex < a.e_local; ex += kPermuteThreads) (void)column_prefix(dyn_table, ex, a.e_local, cg.nw);
+  __syncthreads();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int32_t* base = a.chunk_counts + int64_t(blockIdx.x) * a.e_local;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int li = warp * cg.span + it * 32 + lane;
+    if (warp < cg.nw && it * 32 < cg.span && li < cg.len) {
+      int row = -1;
+      if (e[it] >= 0) {
+        row = base[e[it]] + dyn_table[warp * a.e_local + e[it]] + rank[it];
+        a.row_expert[row] = e[it];
+      }
+      a.perm[cg.c0 + li] = row;
+    }
+  }
+}
+
+// K4: gather from perm.
+constexpr int kGatherThreads = 256;
+template <bool kBF16, GatherMode kMode>
+__global__ void __launch_bounds__(kGatherThreads) gather_kernel(PermuteArgs a, GatherArgs g) {
+  const int64_t hb = g.hidden / 16;
+  const int64_t items = int64_t(a.n) * hb;
+  for (int64_t idx = int64_t(blockIdx.x) * kGatherThreads + threadIdx.x; idx < items;
+       idx += int64_t(gridDim.x) * kGatherThreads) {
+    int64_t i, c;
+    divmod_nonneg(idx, hb, i, c);
+    const int row = a.perm[i];
+    if (row < 0) continue;
+    gather_item<kBF16, kMode>(g, int(i) / a.top_k, row, a.selected[i] - a.e_begin, c);
+  }
+}
+
+template <template <bool, GatherMode> class Launcher>
+Status dispatch_gather(const GatherArgs& g, auto&&... args) {
+  if (g.bf16) {
+    switch (g.mode) {
+      case GatherMode::kCopy: return Launcher<true, GatherMode::kCopy>::run(args...);
+      case GatherMode::kQuantize: return Launcher<true, GatherMode::kQuantize>::run(args...);
+      case GatherMode::kDecode: return Launcher<true, GatherMode::kDecode>::run(args...);
+    }
+  } else {
+    switch (g.mode) {
+      case GatherMode::kCopy: return Launcher<false, GatherMode::kCopy>::run(args...);
+      case GatherMode::kQuantize: return Launcher<false, GatherMode::kQuantize>::run(args...);
+      case GatherMode::kDecode: return Launcher<false, GatherMode::kDecode>::run(args...);
+    }
+  }
+  return Status(StatusCode::kInternal, "moe gather: unknown mode");
+}
+
+template <bool kBF16, GatherMode kMode>
+struct FusedLauncher {
+  static Status run(const PermuteArgs& a, const GatherArgs& g, int blocks, cudaStream_t stream) {
+    permute_gather_fused_kernel<kBF16, kMode><<<blocks, kPermuteThreads, 0, stream>>>(a, g);
+    return detail::last_launch_status("fused_moe: permute_gather_fused_kernel");
+  }
+};
+
+template <bool kBF16, GatherMode kMode>
+struct GatherLauncher {
+  static Status run(const PermuteArgs& a, const GatherArgs& g, int blocks, cudaStream_t stream) {
+    gather_kernel<kBF16, kMode><<<blocks, kGatherThreads, 0, stream>>>(a, g);
+    return detail::last_launch_status("fused_moe: gather_kernel");
+  }
+};
+
+int grid_for(int64_t items, int threads, int64_t max_blocks) {
+  const int64_t b = (items + threads - 1) / threads;
+  return int(std::max<int64_t>(1, std::min(b, max_blocks)));
+}
+
+}  // namespace
+
+Status launch_permute_gather_fused(const PermuteArgs& a, const GatherArgs& g, int sm_count, cudaStream_t stream) {
+  if (!use_fused_permute(a.n, a.e_local) || a.n <= 0)
+    return Status(StatusCode::kInternal, "fused_moe: fused permutation used outside its limits");
+  // Every block ranks all entries (a few microseconds at most at n = 4096), so the grid is kept
+  // to one wave: two 512-thread blocks per SM (the register file holds two).
+  const int blocks = grid_for(int64_t(a.n) * (g.hidden / 16), kPermuteThreads, int64_t(sm_count) * 2);
+  return dispatch_gather<FusedLauncher>(g, a, g, blocks, stream);
+}
+
+Status launch_permute_multi(const PermuteArgs& a, cudaStream_t stream) {
+  if (a.n <= 0 || a.e_local <= 0 || a.e_local > kMaxLocalExperts)
+    return Status(StatusCode::kInternal, "fused_moe: multi-kernel permutation used outside its limits");
+  const int warps = chunk_warps(a.e_local);
+  const int64_t chunks = chunk_count(a.n, a.e_local);
+  const size_t smem = size_t(warps) * size_t(a.e_local) * sizeof(uint16_t);  // <= 32 KB
+  permute_count_kernel<<<unsigned(chunks), kPermuteThreads, smem, stream>>>(a, warps);
+  FP4KIT_RETURN_IF_ERROR(detail::last_launch_status("fused_moe: permute_count_kernel"));
+  permute_scan_kernel<<<1, kScanThreads, 0, stream>>>(a, int(chunks));
+  FP4KIT_RETURN_IF_ERROR(detail::last_launch_status("fused_moe: permute_scan_kernel"));
+  permute_rank_kernel<<<unsigned(chunks), kPermuteThreads, smem, stream>>>(a, warps);
+  return detail::last_launch_status("fused_moe: permute_rank_kernel");
+}
+
+Status launch_gather(const PermuteArgs& a, const GatherArgs& g, int sm_count, cudaStream_t stream) {
+  const int blocks = grid_for(int64_t(a.n) * (g.hidden / 16), kGatherThreads, int64_t(sm_count) * 8);
+  return dispatch_gather<GatherLauncher>(g, a, g, blocks, stream);
+}
+
+}  // namespace fp4kit::moe_impl

@@ -1,0 +1,107 @@
+// The two elementwise stages of the fused MoE (overview: src/moe/fused_moe.cu):
+//   swiglu_kernel    F1 [rows, 2I] -> A2 [rows, I]: h = silu(gate) * up, rounded to the activation
+//                    dtype, then (W4A4) NVFP4-quantized with fc2_act_global and decoded exactly.
+//   finalize_kernel  F2 [rows, H] -> out [T, H]: acc = acc + final_scales[t, j] * F2[perm(t, j)]
+//                    from +0 in FP32 in j order (product and sum each rounded, no FMA), rounded once.
+// Both move 16-byte vectors; the row count of SwiGLU is read on the device (offsets[E_local]).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "common/cuda_check.h"
+#include "moe/moe_device.cuh"
+#include "moe/moe_kernels.h"
+
+namespace fp4kit::moe_impl {
+namespace {
+
+constexpr int kThreads = 256;
+
+// silu(g) * u exactly as the reference writes it: g / (1 + expf(-g)), then * u, IEEE round to
+// nearest (expf is the accurate CUDA expf, not __expf).
+__device__ __forceinline__ float swiglu(float gate, float up) {
+  const float silu = __fdiv_rn(gate, __fadd_rn(1.0f, expf(-gate)));
+  return __fmul_rn(silu, up);
+}
+
+template <bool kBF16, bool kQuant>
+__global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluArgs s) {
+  const int64_t I = s.inter;
+  const int64_t ib = I / 16;
+  const int64_t rows = *s.total_rows;
+  const int64_t items = rows * ib;
+  const uint16_t* f1 = static_cast<const uint16_t*>(s.f1);
+  uint16_t* a2 = static_cast<uint16_t*>(s.a2);
+  for (int64_t idx = int64_t(blockIdx.x) * kThreads + threadIdx.x; idx < items; idx += int64_t(gridDim.x) * kThreads) {
+    int64_t r, c;
+    divmod_nonneg(idx, ib, r, c);
+    const uint16_t* row = f1 + r * 2 * I;
+    float up[16], gate[16], h[16];
+    load16<kBF16>(row + c * 16, up);
+    load16<kBF16>(row + I + c * 16, gate);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) h[i] = swiglu(gate[i], up[i]);
+    if constexpr (kQuant) {
+      round16<kBF16>(h);  // the reference quantizes the 16-bit h
+      const float gs = s.act_global[s.per_expert ? s.row_expert[r] : 0];
+      nvfp4_exact_roundtrip16(h, gs);
+    }
+    store16<kBF16>(a2 + r * I + c * 16, h);
+  }
+}
+
+template <bool kBF16>
+__global__ void __launch_bounds__(kThreads) finalize_kernel(FinalizeArgs f) {
+  const int64_t H = f.hidden;
+  const int64_t hb = H / 8;
+  const int64_t items = f.tokens * hb;
+  const uint16_t* f2 = static_cast<const uint16_t*>(f.f2);
+  uint16_t* out = static_cast<uint16_t*>(f.out);
+  for (int64_t idx = int64_t(blockIdx.x) * kThreads + threadIdx.x; idx < items; idx += int64_t(gridDim.x) * kThreads) {
+    int64_t t, c;
+    divmod_nonneg(idx, hb, t, c);
+    float acc[8];
+#pragma unroll
+    for (int q = 0; q < 8; ++q) acc[q] = 0.0f;
+    for (int j = 0; j < f.top_k; ++j) {
+      const int64_t i = t * f.top_k + j;
+      const int row = f.perm[i];
+      if (row < 0) continue;
+      const float w = f.scales[i];
+      const uint4 v = *reinterpret_cast<const uint4*>(f2 + int64_t(row) * H + c * 8);
+      float x[8];
+      unpack8<kBF16>(v, x);
+#pragma unroll
+      for (int q = 0; q < 8; ++q) acc[q] = __fadd_rn(acc[q], __fmul_rn(w, x[q]));  // no FMA, as the reference
+    }
+    *reinterpret_cast<uint4*>(out + t * H + c * 8) = pack8<kBF16>(acc);
+  }
+}
+
+int grid_for(int64_t items, int64_t max_blocks) {
+  const int64_t b = (items + kThreads - 1) / kThreads;
+  return int(std::max<int64_t>(1, std::min(b, max_blocks)));
+}
+
+}  // namespace
+
+Status launch_swiglu(const SwigluArgs& s, int sm_count, cudaStream_t stream) {
+  const int blocks = grid_for(s.max_rows * (s.inter / 16), int64_t(sm_count) * 8);
+  if (s.bf16) {
+    if (s.quantize) swiglu_kernel<true, true><<<blocks, kThreads, 0, stream>>>(s);
+    else swiglu_kernel<true, false><<<blocks, kThreads, 0, stream>>>(s);
+  } else {
+    if (s.quantize) swiglu_kernel<false, true><<<blocks, kThreads, 0, stream>>>(s);
+    else swiglu_kernel<false, false><<<blocks, kThreads, 0, stream>>>(s);
+  }
+  return detail::last_launch_status("fused_moe: swiglu_kernel");
+}
+
+Status launch_finalize(const FinalizeArgs& f, int sm_count, cudaStream_t stream) {
+  const int blocks = grid_for(f.tokens * (f.hidden / 8), int64_t(sm_count) * 8);
+  if (f.bf16) finalize_kernel<true><<<blocks, kThreads, 0, stream>>>(f);
+  else finalize_kernel<false><<<blocks, kThreads, 0, stream>>>(f);
+  return detail::last_launch_status("fused_moe: finalize_kernel");
+}
+
+}  // namespace fp4kit::moe_impl

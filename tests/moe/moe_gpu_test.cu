@@ -1,0 +1,820 @@
+// Fused MoE and routing on the GPU against the CPU reference (reference::fused_moe,
+// reference::moe_route): W4A16 and W4A4 (16-bit and pre-quantized input), BF16 and FP16, expert
+// parallelism, both permutation paths (fused single kernel and multi-kernel), poisoned outputs,
+// bit-identical reruns, T = 0, bad expert ids, tokens with no local expert, CUDA graph capture, and
+// prepack_moe_weights against per-expert prepack_weights. Skips without an sm_90a GPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/gpu_test.h"
+#include "format/float16.h"
+#include "fp4kit/gemm.h"
+#include "fp4kit/layout.h"
+#include "fp4kit/moe.h"
+#include "fp4kit/reference.h"
+
+using namespace fp4kit;
+
+namespace {
+
+#define FP4_OK(x)                              \
+  do {                                         \
+    Status s_ = (x);                           \
+    ASSERT_TRUE(s_.is_ok()) << s_.to_string(); \
+  } while (0)
+
+template <typename T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  size_t count = 0;
+  explicit DeviceBuffer(size_t n) : count(n) { EXPECT_EQ(cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)), cudaSuccess); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(ptr); }
+  void upload(const std::vector<T>& v) {
+    EXPECT_EQ(v.size(), count);
+    EXPECT_EQ(cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<T> download() const {
+    std::vector<T> v(count);
+    EXPECT_EQ(cudaMemcpy(v.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  }
+  void poison() { EXPECT_EQ(cudaMemset(ptr, 0xff, std::max<size_t>(count, 1) * sizeof(T)), cudaSuccess); }
+};
+
+uint16_t to_bits(float f, DType t) { return t == DType::kBF16 ? format::float_to_bf16(f) : format::float_to_fp16(f); }
+double to_double(uint16_t v, DType t) { return t == DType::kBF16 ? format::bf16_to_float(v) : format::fp16_to_float(v); }
+
+std::vector<uint16_t> random_16bit(int64_t count, DType t, std::mt19937& rng, float sigma) {
+  std::normal_distribution<float> nd(0.0f, sigma);
+  std::vector<uint16_t> v(static_cast<size_t>(count));
+  for (auto& x : v) x = to_bits(nd(rng), t);
+  return v;
+}
+
+struct Quantized {
+  std::vector<uint8_t> codes, scales;
+  float gs = 1.0f;
+};
+
+// reference quantize_nvfp4 (kExact) with the tensor's own encode global scale (or `gs` if > 0).
+Quantized quantize_cpu(const uint16_t* x, DType t, int64_t rows, int64_t cols, ScaleLayout layout, float gs = 0.0f) {
+  Quantized q;
+  if (gs > 0.0f) {
+    q.gs = gs;
+  } else {
+    GlobalScaleParams gp;
+    gp.input = x;
+    gp.input_dtype = t;
+    gp.rows = rows;
+    gp.cols = cols;
+    gp.out_global_scale = &q.gs;
+    EXPECT_TRUE(reference::compute_global_scale(gp).is_ok());
+  }
+  q.codes.resize(size_t(rows * cols / 2));
+  q.scales.resize(size_t(scale_buffer_bytes(BlockFormat::kNVFP4, layout, rows, cols)));
+  Nvfp4QuantizeParams p;
+  p.input = x;
+  p.input_dtype = t;
+  p.rows = rows;
+  p.cols = cols;
+  p.global_scale = &q.gs;
+  p.out_codes = q.codes.data();
+  p.out_codes_bytes = int64_t(q.codes.size());
+  p.out_scales = q.scales.data();
+  p.out_scales_bytes = int64_t(q.scales.size());
+  p.scale_layout = layout;
+  const Status s = reference::quantize_nvfp4(p);
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  return q;
+}
+
+std::vector<uint8_t> linear_to_128x4(const std::vector<uint8_t>& linear, int64_t rows, int64_t cols) {
+  std::vector<uint8_t> out(size_t(scale_buffer_bytes(BlockFormat::kNVFP4, ScaleLayout::kSwizzled128x4, rows, cols)));
+  ScaleLayoutConvertParams c;
+  c.input = linear.data();
+  c.input_layout = ScaleLayout::kLinear;
+  c.output = out.data();
+  c.output_layout = ScaleLayout::kSwizzled128x4;
+  c.rows = rows;
+  c.sf_cols = cols / 16;
+  c.input_bytes = int64_t(linear.size());
+  c.output_bytes = int64_t(out.size());
+  const Status s = reference::convert_scale_layout(c);
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  return out;
+}
+
+// ---- a random MoE layer ----------------------------------------------------------------------------------
+struct Config {
+  int64_t T, H, I, E, k;
+  int64_t ep_size = 1, ep_rank = 0;
+  MoeMode mode = MoeMode::kW4A16;
+  DType act = DType::kBF16;
+  bool fp4_input = false;
+  bool per_expert_globals = false;
+  bool weights_128x4 = false;  // checkpoint scales given to prepack_moe_weights in the 128x4 layout
+  int64_t max_tokens = 0;
+  std::string name() const {
+    return "T=" + std::to_string(T) + " H=" + std::to_string(H) + " I=" + std::to_string(I) + " E=" +
+           std::to_string(E) + " k=" + std::to_string(k) + " ep=" + std::to_string(ep_rank) + "/" +
+           std::to_string(ep_size) + (mode == MoeMode::kW4A4 ? " W4A4" : " W4A16") + " " + dtype_name(act) +
+           (fp4_input ? " fp4-input" : "") + (per_expert_globals ? " per-expert-gs" : "");
+  }
+};
+
+struct Layer {
+  Config c;
+  int64_t e_local = 0;
+  std::vector<uint16_t> input16;                // [T, H]
+  std::vector<uint8_t> in_codes, in_scales;     // fp4 input: [T, H/2], 128x4
+  std::vector<int32_t> sel;                     // [T, k]
+  std::vector<float> scales;                    // [T, k]
+  std::vector<uint8_t> w1_codes, w1_scales;     // [E_local, 2I, H/2], linear [E_local, 2I, H/16]
+  std::vector<uint8_t> w2_codes, w2_scales;     // [E_local, H, I/2], linear
+  std::vector<float> alpha1, alpha2, a1_gs, a2_gs;
+};
+
+// k distinct experts per token, uniformly; weights positive, summing to 1.
+void random_routing(Layer& L, std::mt19937& rng) {
+  const Config& c = L.c;
+  L.sel.resize(size_t(c.T * c.k));
+  L.scales.resize(size_t(c.T * c.k));
+  std::vector<int32_t> ids(size_t(c.E));
+  std::uniform_real_distribution<float> u(0.1f, 1.0f);
+  for (int64_t t = 0; t < c.T; ++t) {
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < c.k; ++j) sum += (L.scales[size_t(t * c.k + j)] = u(rng));
+    for (int64_t j = 0; j < c.k; ++j) {
+      L.sel[size_t(t * c.k + j)] = ids[size_t(j)];
+      L.scales[size_t(t * c.k + j)] /= sum;
+    }
+  }
+}
+
+Layer make_layer(const Config& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Layer L;
+  L.c = c;
+  L.e_local = c.E / c.ep_size;
+  const int64_t H = c.H, I = c.I, EL = L.e_local;
+  L.input16 = random_16bit(c.T * H, c.act, rng, 1.0f);
+  float in_gs = 0.0f;
+  if (c.fp4_input && c.T > 0) {
+    Quantized q = quantize_cpu(L.input16.data(), c.act, c.T, H, ScaleLayout::kSwizzled128x4);
+    L.in_codes = q.codes;
+    L.in_scales = q.scales;
+    in_gs = q.gs;
+  }
+  random_routing(L, rng);
+  std::uniform_real_distribution<float> u(0.5f, 1.5f);
+  const int64_t n_globals = c.per_expert_globals ? EL : 1;
+  for (int64_t i = 0; i < n_globals; ++i) {
+    const float r1 = u(rng), r2 = u(rng);  // drawn either way: the weights do not depend on the mode
+    L.a1_gs.push_back(c.fp4_input ? in_gs : 2688.0f / 5.0f * r1);  // |x| <~ 5
+    L.a2_gs.push_back(2688.0f / 8.0f * r2);                        // |h| <~ 8
+  }
+  for (int64_t e = 0; e < EL; ++e) {
+    const auto w1 = random_16bit(2 * I * H, DType::kBF16, rng, 1.0f / std::sqrt(float(H)));
+    const auto w2 = random_16bit(H * I, DType::kBF16, rng, 1.0f / std::sqrt(float(I)));
+    const Quantized q1 = quantize_cpu(w1.data(), DType::kBF16, 2 * I, H, ScaleLayout::kLinear);
+    const Quantized q2 = quantize_cpu(w2.data(), DType::kBF16, H, I, ScaleLayout::kLinear);
+    L.w1_codes.insert(L.w1_codes.end(), q1.codes.begin(), q1.codes.end());
+    L.w1_scales.insert(L.w1_scales.end(), q1.scales.begin(), q1.scales.end());
+    L.w2_codes.insert(L.w2_codes.end(), q2.codes.begin(), q2.codes.end());
+    L.w2_scales.insert(L.w2_scales.end(), q2.scales.begin(), q2.scales.end());
+    const bool w4a4 = c.mode == MoeMode::kW4A4;
+    const float g1 = L.a1_gs[size_t(c.per_expert_globals ? e : 0)];
+    const float g2 = L.a2_gs[size_t(c.per_expert_globals ? e : 0)];
+    L.alpha1.push_back(w4a4 ? 1.0f / (g1 * q1.gs) : 1.0f / q1.gs);
+    L.alpha2.push_back(w4a4 ? 1.0f / (g2 * q2.gs) : 1.0f / q2.gs);
+  }
+  return L;
+}
+
+struct RefOut {
+  std::vector<uint16_t> out;
+  std::vector<float> out_f32;
+};
+
+RefOut reference_run(const Layer& L, const std::vector<int32_t>& sel) {
+  const Config& c = L.c;
+  RefOut r;
+  r.out.assign(size_t(c.T * c.H), 0xffff);
+  r.out_f32.assign(size_t(c.T * c.H), NAN);
+  reference::MoeRefParams p;
+  p.num_tokens = c.T;
+  p.hidden = c.H;
+  p.inter = c.I;
+  p.num_experts = c.E;
+  p.top_k = c.k;
+  p.ep_size = c.ep_size;
+  p.ep_rank = c.ep_rank;
+  p.mode = c.mode;
+  p.act_dtype = c.act;
+  p.input_dtype = c.fp4_input ? DType::kE2M1x2 : c.act;
+  p.input = c.fp4_input ? static_cast<const void*>(L.in_codes.data()) : L.input16.data();
+  p.input_scales = c.fp4_input ? L.in_scales.data() : nullptr;
+  p.selected_experts = sel.data();
+  p.final_scales = L.scales.data();
+  p.fc1_codes = L.w1_codes.data();
+  p.fc1_scales = L.w1_scales.data();
+  p.fc2_codes = L.w2_codes.data();
+  p.fc2_scales = L.w2_scales.data();
+  p.fc1_alpha = L.alpha1.data();
+  p.fc2_alpha = L.alpha2.data();
+  p.fc1_act_global = L.a1_gs.data();
+  p.fc2_act_global = L.a2_gs.data();
+  p.act_global_per_expert = c.per_expert_globals;
+  p.output = r.out.data();
+  p.output_f32 = r.out_f32.data();
+  const Status s = reference::fused_moe(p);
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  return r;
+}
+
+// Device copy of a layer: prepacked weights, inputs, routing, scalars, output, workspace.
+struct DeviceLayer {
+  const Layer& L;
+  DeviceBuffer<uint8_t> w1, w2;
+  DeviceBuffer<uint16_t> input16;
+  DeviceBuffer<uint8_t> in_codes, in_scales;
+  DeviceBuffer<int32_t> sel;
+  DeviceBuffer<float> scales, alpha1, alpha2, a1_gs, a2_gs;
+  DeviceBuffer<uint16_t> out;
+  MoeParams p;
+
+  static int64_t w1_bytes(const Layer& L) { return moe_prepacked_weight_bytes(L.e_local, 2 * L.c.I, L.c.H); }
+  static int64_t w2_bytes(const Layer& L) { return moe_prepacked_weight_bytes(L.e_local, L.c.H, L.c.I); }
+
+  explicit DeviceLayer(const Layer& layer)
+      : L(layer),
+        w1(size_t(w1_bytes(layer))),
+        w2(size_t(w2_bytes(layer))),
+        input16(layer.input16.size()),
+        in_codes(layer.in_codes.size()),
+        in_scales(layer.in_scales.size()),
+        sel(layer.sel.size()),
+        scales(layer.scales.size()),
+        alpha1(layer.alpha1.size()),
+        alpha2(layer.alpha2.size()),
+        a1_gs(layer.a1_gs.size()),
+        a2_gs(layer.a2_gs.size()),
+        out(size_t(layer.c.T * layer.c.H)) {
+    const Config& c = L.c;
+    prepack(L.w1_codes, L.w1_scales, 2 * c.I, c.H, w1.ptr, w1_bytes(L));
+    prepack(L.w2_codes, L.w2_scales, c.H, c.I, w2.ptr, w2_bytes(L));
+    if (!L.input16.empty()) input16.upload(L.input16);
+    if (!L.in_codes.empty()) in_codes.upload(L.in_codes);
+    if (!L.in_scales.empty()) in_scales.upload(L.in_scales);
+    if (!L.sel.empty()) sel.upload(L.sel);
+    if (!L.scales.empty()) scales.upload(L.scales);
+    alpha1.upload(L.alpha1);
+    alpha2.upload(L.alpha2);
+    a1_gs.upload(L.a1_gs);
+    a2_gs.upload(L.a2_gs);
+
+    p.num_tokens = c.T;
+    p.max_tokens = c.max_tokens;
+    p.hidden = c.H;
+    p.inter = c.I;
+    p.num_experts = c.E;
+    p.top_k = c.k;
+    p.ep_size = c.ep_size;
+    p.ep_rank = c.ep_rank;
+    p.mode = c.mode;
+    p.act_dtype = c.act;
+    p.input_dtype = c.fp4_input ? DType::kE2M1x2 : c.act;
+    p.input = c.fp4_input ? static_cast<const void*>(in_codes.ptr) : input16.ptr;
+    p.input_scales = c.fp4_input ? in_scales.ptr : nullptr;
+    p.selected_experts = sel.ptr;
+    p.final_scales = scales.ptr;
+    p.fc1_weights = w1.ptr;
+    p.fc1_weights_bytes = w1_bytes(L);
+    p.fc2_weights = w2.ptr;
+    p.fc2_weights_bytes = w2_bytes(L);
+    p.fc1_alpha = alpha1.ptr;
+    p.fc2_alpha = alpha2.ptr;
+    p.fc1_act_global = a1_gs.ptr;
+    p.fc2_act_global = a2_gs.ptr;
+    p.act_global_per_expert = c.per_expert_globals;
+    p.output = out.ptr;
+  }
+
+  // Checkpoint codes + linear scales of all local experts -> prepack_moe_weights (scales optionally
+  // converted to 128x4 per expert first).
+  void prepack(const std::vector<uint8_t>& codes, const std::vector<uint8_t>& scales_linear, int64_t n, int64_t k,
+               void* out_ptr, int64_t out_bytes) {
+    std::vector<uint8_t> scales = scales_linear;
+    ScaleLayout layout = ScaleLayout::kLinear;
+    if (L.c.weights_128x4) {
+      layout = ScaleLayout::kSwizzled128x4;
+      scales.clear();
+      const size_t per = size_t(n * k / 16);
+      for (int64_t e = 0; e < L.e_local; ++e) {
+        const std::vector<uint8_t> lin(scales_linear.begin() + e * per, scales_linear.begin() + (e + 1) * per);
+        const std::vector<uint8_t> sw = linear_to_128x4(lin, n, k);
+        scales.insert(scales.end(), sw.begin(), sw.end());
+      }
+    }
+    DeviceBuffer<uint8_t> dc(codes.size()), ds(scales.size());
+    dc.upload(codes);
+    ds.upload(scales);
+    MoeWeightPrepackParams pp;
+    pp.experts = L.e_local;
+    pp.n = n;
+    pp.k = k;
+    pp.codes = dc.ptr;
+    pp.scales = ds.ptr;
+    pp.scale_layout = layout;
+    pp.out = out_ptr;
+    pp.out_bytes = out_bytes;
+    const Status s = prepack_moe_weights(pp, nullptr);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+  }
+};
+
+struct Compare {
+  double rel = 0;
+  int64_t nonfinite = 0;
+};
+
+Compare compare(const std::vector<uint16_t>& got, const RefOut& ref, DType t) {
+  Compare r;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double g = to_double(got[i], t);
+    if (!std::isfinite(g)) ++r.nonfinite;
+    const double d = g - double(ref.out_f32[i]);
+    num += d * d;
+    den += double(ref.out_f32[i]) * double(ref.out_f32[i]);
+  }
+  r.rel = std::sqrt(num / std::max(den, 1e-300));
+  return r;
+}
+
+// Tokens none of whose experts is local must be exact (+0) zeros.
+void expect_zero_rows(const Layer& L, const std::vector<int32_t>& sel, const std::vector<uint16_t>& got) {
+  const Config& c = L.c;
+  const int64_t first = c.ep_rank * L.e_local;
+  for (int64_t t = 0; t < c.T; ++t) {
+    bool any_local = false;
+    for (int64_t j = 0; j < c.k; ++j) {
+      const int64_t e = sel[size_t(t * c.k + j)];
+      any_local |= e >= first && e < first + L.e_local;
+    }
+    if (any_local) continue;
+    for (int64_t h = 0; h < c.H; ++h) ASSERT_EQ(got[size_t(t * c.H + h)], 0) << "token " << t << " col " << h;
+  }
+}
+
+// Runs the layer twice (poisoned output each time): matches the reference, bit-identical reruns.
+void run_case(const Config& c, uint32_t seed) {
+  SCOPED_TRACE(c.name() + " seed " + std::to_string(seed));
+  const Layer L = make_layer(c, seed);
+  const RefOut ref = reference_run(L, L.sel);
+  DeviceLayer D(L);
+  const size_t ws_bytes = moe_workspace_bytes(D.p);
+  DeviceBuffer<uint8_t> ws(ws_bytes);
+  std::vector<uint16_t> first;
+  for (int rep = 0; rep < 2; ++rep) {
+    D.out.poison();
+    ws.poison();  // the pipeline must not depend on the workspace's previous contents
+    FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<uint16_t> got = D.out.download();
+    if (rep == 0) {
+      const Compare r = compare(got, ref, c.act);
+      EXPECT_EQ(r.nonfinite, 0);
+      EXPECT_LE(r.rel, 5e-3);
+      expect_zero_rows(L, L.sel, got);
+      first = got;
+    } else {
+      EXPECT_EQ(std::memcmp(first.data(), got.data(), got.size() * 2), 0) << "not bit-identical run to run";
+    }
+  }
+}
+
+}  // namespace
+
+TEST(MoeGpu, W4A16MatchesReference) {
+  FP4KIT_REQUIRE_SM90A();
+  uint32_t seed = 1000;
+  for (DType act : {DType::kBF16, DType::kFP16}) {
+    for (int64_t T : {1, 3, 17, 100}) {
+      run_case({T, 128, 128, 8, 2, 1, 0, MoeMode::kW4A16, act}, seed++);
+      run_case({T, 256, 192, 16, 4, 2, 1, MoeMode::kW4A16, act}, seed++);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+TEST(MoeGpu, W4A4MatchesReference) {
+  FP4KIT_REQUIRE_SM90A();
+  uint32_t seed = 2000;
+  for (int64_t T : {1, 3, 17, 100}) {
+    Config a{T, 128, 128, 8, 2, 1, 0, MoeMode::kW4A4, DType::kBF16};
+    run_case(a, seed++);
+    Config b{T, 256, 192, 16, 4, 2, 0, MoeMode::kW4A4, DType::kFP16};
+    b.per_expert_globals = true;
+    run_case(b, seed++);
+    Config f{T, 256, 128, 16, 4, 2, 1, MoeMode::kW4A4, DType::kBF16};  // pre-quantized input
+    f.fp4_input = true;
+    run_case(f, seed++);
+    Config g{T, 128, 192, 8, 2, 1, 0, MoeMode::kW4A4, DType::kFP16};
+    g.fp4_input = true;
+    g.per_expert_globals = true;
+    run_case(g, seed++);
+    if (HasFailure()) return;
+  }
+}
+
+// Weights handed to prepack_moe_weights with 128x4 scales; a workspace sized for more tokens.
+TEST(MoeGpu, SwizzledWeightScalesAndLargerWorkspace) {
+  FP4KIT_REQUIRE_SM90A();
+  Config c{17, 256, 192, 16, 4, 2, 1, MoeMode::kW4A16, DType::kBF16};
+  c.weights_128x4 = true;
+  c.max_tokens = 1000;
+  run_case(c, 3000);
+  c.mode = MoeMode::kW4A4;
+  c.max_tokens = 5000;  // the workspace now also covers the multi-kernel permutation
+  run_case(c, 3001);
+}
+
+// The multi-kernel permutation: more than 4096 expanded rows, more than 512 local experts, several
+// chunks; and the fused kernel at its limit.
+TEST(MoeGpu, PermutationPaths) {
+  FP4KIT_REQUIRE_SM90A();
+  run_case({512, 128, 64, 16, 8, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4000);   // 4096 rows: fused
+  run_case({600, 128, 64, 16, 8, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4001);   // 4800 rows: 2 chunks
+  run_case({1100, 64, 64, 64, 8, 2, 1, MoeMode::kW4A4, DType::kFP16}, 4002);    // 8800 rows: 3 chunks
+  run_case({8, 64, 64, 1026, 2, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4003);    // E_local > 512
+  run_case({300, 64, 64, 2048, 8, 1, 0, MoeMode::kW4A16, DType::kFP16}, 4004);  // E_local 2048: 8-warp chunks, 2 of them
+}
+
+// Hundreds of experts with tens to hundreds of rows each: the grouped wgmma tiles (several
+// 32-group rounds of its on-device tile prefix) rather than the decode family.
+TEST(MoeGpu, ManyExpertsLargeBatch) {
+  FP4KIT_REQUIRE_SM90A();
+  run_case({512, 128, 64, 256, 8, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4100);   // 16 rows / expert
+  run_case({4096, 128, 64, 256, 8, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4101);  // 128 rows / expert
+}
+
+TEST(MoeGpu, EmptyBatch) {
+  FP4KIT_REQUIRE_SM90A();
+  Config c{4, 128, 128, 8, 2, 1, 0, MoeMode::kW4A16, DType::kBF16};
+  const Layer L = make_layer(c, 5000);
+  DeviceLayer D(L);
+  D.out.poison();
+  MoeParams p = D.p;
+  p.num_tokens = 0;
+  FP4_OK(fused_moe(p, nullptr, 0, nullptr));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (uint16_t v : D.out.download()) ASSERT_EQ(v, 0xffff);  // nothing written
+}
+
+TEST(MoeGpu, NonLocalTokensGiveZeros) {
+  FP4KIT_REQUIRE_SM90A();
+  Config c{9, 128, 128, 8, 2, 2, 0, MoeMode::kW4A16, DType::kBF16};
+  Layer L = make_layer(c, 6000);
+  // Tokens 0, 4 and 8 only use experts of rank 1 (ids 4..7); token 1 one local, one not.
+  for (int64_t t : {0, 4, 8}) {
+    L.sel[size_t(t * 2)] = 5;
+    L.sel[size_t(t * 2 + 1)] = 7;
+  }
+  L.sel[2] = 1;
+  L.sel[3] = 6;
+  const RefOut ref = reference_run(L, L.sel);
+  DeviceLayer D(L);
+  const size_t ws_bytes = moe_workspace_bytes(D.p);
+  DeviceBuffer<uint8_t> ws(ws_bytes);
+  D.out.poison();
+  FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<uint16_t> got = D.out.download();
+  expect_zero_rows(L, L.sel, got);
+  for (int64_t h = 0; h < c.H; ++h) EXPECT_EQ(got[size_t(4 * c.H + h)], 0);
+  const Compare r = compare(got, ref, c.act);
+  EXPECT_EQ(r.nonfinite, 0);
+  EXPECT_LE(r.rel, 5e-3);
+
+  // Every token non-local: all zeros.
+  for (auto& e : L.sel) e = 4 + (e % 4);
+  DeviceLayer D2(L);
+  D2.out.poison();
+  FP4_OK(fused_moe(D2.p, ws.ptr, ws_bytes, nullptr));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (uint16_t v : D2.out.download()) ASSERT_EQ(v, 0);
+}
+
+TEST(MoeGpu, InvalidExpertIds) {
+  FP4KIT_REQUIRE_SM90A();
+  // ep_size 2, rank 0: local experts 0..3; an invalid id must behave as a non-local one.
+  for (int32_t bad : {8, -1, 1 << 30}) {
+    for (bool large : {false, true}) {  // fused and multi-kernel permutation
+      SCOPED_TRACE("bad id " + std::to_string(bad) + (large ? " multi-kernel" : " fused"));
+      Config c{large ? 2100 : 5, 128, 64, 8, 2, 2, 0, MoeMode::kW4A16, DType::kBF16};
+      Layer L = make_layer(c, 7000 + (large ? 1 : 0));
+      std::vector<int32_t> sel_ref = L.sel;
+      const size_t at = size_t(c.T * c.k - 3);  // (T-2, 1)
+      L.sel[at] = bad;
+      sel_ref[at] = 4 + (L.sel[at - 1] == 4 ? 1 : 0);  // a non-local expert the token does not use
+      DeviceLayer D(L);
+      const size_t ws_bytes = moe_workspace_bytes(D.p);
+      DeviceBuffer<uint8_t> ws(ws_bytes);
+
+      D.out.poison();
+      D.p.check_expert_ids = true;
+      const Status s = fused_moe(D.p, ws.ptr, ws_bytes, nullptr);
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+      EXPECT_NE(s.message().find("fused_moe: selected_experts holds an expert id outside [0, E)"), std::string::npos)
+          << s.message();
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      for (uint16_t v : D.out.download()) ASSERT_EQ(v, 0xffff);  // output untouched
+
+      D.p.check_expert_ids = false;
+      FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<uint16_t> got = D.out.download();
+      const RefOut ref = reference_run(L, sel_ref);
+      const Compare r = compare(got, ref, c.act);
+      EXPECT_EQ(r.nonfinite, 0);
+      EXPECT_LE(r.rel, 5e-3);
+
+      // A valid batch after a bad one: the flag is cleared.
+      D.p.check_expert_ids = true;
+      D.sel.upload(sel_ref);
+      FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+// A token may repeat an expert as long as no expert gets more than T rows (the grouped GEMMs'
+// max_group_rows); beyond that the permutation flags it and check_expert_ids reports it.
+TEST(MoeGpu, RepeatedExperts) {
+  FP4KIT_REQUIRE_SM90A();
+  for (bool large : {false, true}) {
+    SCOPED_TRACE(large ? "multi-kernel" : "fused");
+    Config c{large ? 2100 : 3, 128, 64, 8, 2, 1, 0, MoeMode::kW4A16, DType::kBF16};
+    Layer L = make_layer(c, 7500 + (large ? 1 : 0));
+    // Token 0 selects expert 3 twice; the others avoid 3: expert 3 gets 2 <= T rows.
+    for (int64_t t = 1; t < c.T; ++t)
+      for (int64_t j = 0; j < c.k; ++j)
+        if (L.sel[size_t(t * c.k + j)] == 3) L.sel[size_t(t * c.k + j)] = L.sel[size_t(t * c.k + 1 - j)] == 4 ? 5 : 4;
+    L.sel[0] = L.sel[1] = 3;
+    const RefOut ref = reference_run(L, L.sel);
+    DeviceLayer D(L);
+    const size_t ws_bytes = moe_workspace_bytes(D.p);
+    DeviceBuffer<uint8_t> ws(ws_bytes);
+    D.out.poison();
+    FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const Compare r = compare(D.out.download(), ref, c.act);
+    EXPECT_EQ(r.nonfinite, 0);
+    EXPECT_LE(r.rel, 5e-3);
+
+    // Every token selects expert 3 twice: 2T rows.
+    for (auto& e : L.sel) e = 3;
+    D.sel.upload(L.sel);
+    D.out.poison();
+    const Status s = fused_moe(D.p, ws.ptr, ws_bytes, nullptr);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find("selects the same expert twice"), std::string::npos) << s.message();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (uint16_t v : D.out.download()) ASSERT_EQ(v, 0xffff);
+  }
+}
+
+TEST(MoeGpu, GraphCaptureReplaysBitIdentical) {
+  FP4KIT_REQUIRE_SM90A();
+  for (int64_t T : {1, 700}) {
+    Config c{T, 256, 128, 16, 8, 1, 0, MoeMode::kW4A4, DType::kBF16};
+    const Layer L = make_layer(c, 8000 + uint32_t(T));
+    DeviceLayer D(L);
+    const size_t ws_bytes = moe_workspace_bytes(D.p);
+    DeviceBuffer<uint8_t> ws(ws_bytes);
+    cudaStream_t stream;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+
+    D.p.check_expert_ids = false;
+    D.out.poison();
+    FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, stream));
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const std::vector<uint16_t> direct = D.out.download();
+
+    // check_expert_ids needs a synchronization: refused while capturing.
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    MoeParams checked = D.p;
+    checked.check_expert_ids = true;
+    const Status refused = fused_moe(checked, ws.ptr, ws_bytes, stream);
+    EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused.to_string();
+    const Status captured = fused_moe(D.p, ws.ptr, ws_bytes, stream);
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    ASSERT_TRUE(captured.is_ok()) << captured.to_string();
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int rep = 0; rep < 3; ++rep) {
+      D.out.poison();
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      const std::vector<uint16_t> got = D.out.download();
+      EXPECT_EQ(std::memcmp(direct.data(), got.data(), got.size() * 2), 0) << "T=" << T << " replay " << rep;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
+}
+
+TEST(MoeGpu, PrepackMatchesPerExpertPrepack) {
+  FP4KIT_REQUIRE_SM90A();
+  std::mt19937 rng(9000);
+  const int64_t experts = 5, n = 200, k = 144;  // ragged n, k not a multiple of 64
+  for (ScaleLayout layout : {ScaleLayout::kLinear, ScaleLayout::kSwizzled128x4}) {
+    std::vector<uint8_t> codes, scales;
+    for (int64_t e = 0; e < experts; ++e) {
+      const auto w = random_16bit(n * k, DType::kBF16, rng, 0.1f);
+      const Quantized q = quantize_cpu(w.data(), DType::kBF16, n, k, layout);
+      codes.insert(codes.end(), q.codes.begin(), q.codes.end());
+      scales.insert(scales.end(), q.scales.begin(), q.scales.end());
+    }
+    const int64_t per_scales = scale_buffer_bytes(BlockFormat::kNVFP4, layout, n, k);
+    ASSERT_EQ(int64_t(scales.size()), experts * per_scales);
+    DeviceBuffer<uint8_t> dc(codes.size()), ds(scales.size());
+    dc.upload(codes);
+    ds.upload(scales);
+    const int64_t bytes = moe_prepacked_weight_bytes(experts, n, k);
+    const int64_t one = prepacked_weight_bytes(n, k);
+    DeviceBuffer<uint8_t> all(static_cast<size_t>(bytes)), each(static_cast<size_t>(bytes));
+    all.poison();
+    each.poison();
+    MoeWeightPrepackParams mp;
+    mp.experts = experts;
+    mp.n = n;
+    mp.k = k;
+    mp.codes = dc.ptr;
+    mp.scales = ds.ptr;
+    mp.scale_layout = layout;
+    mp.out = all.ptr;
+    mp.out_bytes = bytes;
+    FP4_OK(prepack_moe_weights(mp, nullptr));
+    for (int64_t e = 0; e < experts; ++e) {
+      WeightPrepackParams wp;
+      wp.n = n;
+      wp.k = k;
+      wp.codes = dc.ptr + e * n * k / 2;
+      wp.scales = ds.ptr + e * per_scales;
+      wp.scale_layout = layout;
+      wp.out = each.ptr + e * one;
+      wp.out_bytes = one;
+      FP4_OK(prepack_weights(wp, nullptr));
+    }
+    EXPECT_TRUE(all.download() == each.download()) << scale_layout_name(layout);
+
+    // A NaN block scale in the last expert is reported.
+    std::vector<uint8_t> bad = scales;
+    bad[bad.size() - 1] = 0x7f;
+    if (layout == ScaleLayout::kSwizzled128x4) bad[size_t((experts - 1) * per_scales)] = 0x7f;  // a real row
+    ds.upload(bad);
+    const Status s = prepack_moe_weights(mp, nullptr);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  }
+}
+
+// ---- routing ---------------------------------------------------------------------------------------------------
+namespace {
+
+struct RouteCase {
+  int64_t T, E, k;
+  MoeRoutingMethod method;
+  DType logits_dtype = DType::kFP32;
+  bool renormalize = true;
+  int64_t n_group = 1, topk_group = 1;
+  float scaling = 1.0f;
+  bool ties = false;  // logits drawn from {0, 1, 2}
+};
+
+void run_route(const RouteCase& c, uint32_t seed) {
+  SCOPED_TRACE("T=" + std::to_string(c.T) + " E=" + std::to_string(c.E) + " k=" + std::to_string(c.k) + " method=" +
+               std::to_string(int(c.method)) + " " + dtype_name(c.logits_dtype) + (c.renormalize ? " renorm" : "") +
+               " groups=" + std::to_string(c.n_group) + "/" + std::to_string(c.topk_group) + (c.ties ? " ties" : ""));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::uniform_int_distribution<int> small(0, 2);
+  std::vector<float> f32(size_t(c.T * c.E));
+  std::vector<uint16_t> b16(f32.size());
+  for (size_t i = 0; i < f32.size(); ++i) {
+    const float v = c.ties ? float(small(rng)) : nd(rng);
+    b16[i] = format::float_to_bf16(v);
+    f32[i] = c.logits_dtype == DType::kBF16 ? format::bf16_to_float(b16[i]) : v;
+  }
+  std::vector<float> bias(size_t(c.E));
+  for (auto& b : bias) b = c.ties ? 0.0f : 0.1f * nd(rng);
+
+  MoeRoutingParams p;
+  p.num_tokens = c.T;
+  p.num_experts = c.E;
+  p.top_k = c.k;
+  p.method = c.method;
+  p.logits_dtype = c.logits_dtype;
+  p.n_group = c.n_group;
+  p.topk_group = c.topk_group;
+  p.routed_scaling_factor = c.scaling;
+  p.renormalize = c.renormalize;
+
+  std::vector<int32_t> ref_ids(size_t(c.T * c.k), -7);
+  std::vector<float> ref_w(size_t(c.T * c.k), NAN);
+  MoeRoutingParams rp = p;
+  rp.logits = c.logits_dtype == DType::kBF16 ? static_cast<const void*>(b16.data()) : f32.data();
+  rp.bias = bias.data();
+  rp.selected_experts = ref_ids.data();
+  rp.final_scales = ref_w.data();
+  const Status rs = reference::moe_route(rp);
+  ASSERT_TRUE(rs.is_ok()) << rs.to_string();
+
+  DeviceBuffer<float> dl32(f32.size()), dbias(bias.size());
+  DeviceBuffer<uint16_t> dl16(b16.size());
+  dl32.upload(f32);
+  dl16.upload(b16);
+  dbias.upload(bias);
+  DeviceBuffer<int32_t> ids(ref_ids.size());
+  DeviceBuffer<float> w(ref_w.size());
+  ids.poison();
+  w.poison();
+  p.logits = c.logits_dtype == DType::kBF16 ? static_cast<const void*>(dl16.ptr) : dl32.ptr;
+  p.bias = dbias.ptr;
+  p.selected_experts = ids.ptr;
+  p.final_scales = w.ptr;
+  FP4_OK(moe_route(p, nullptr));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<int32_t> got_ids = ids.download();
+  const std::vector<float> got_w = w.download();
+  for (size_t i = 0; i < got_ids.size(); ++i) {
+    ASSERT_EQ(got_ids[i], ref_ids[i]) << "token " << i / size_t(c.k) << " slot " << i % size_t(c.k);
+    ASSERT_LE(std::fabs(double(got_w[i]) - double(ref_w[i])), 1e-6 * std::fabs(double(ref_w[i])) + 1e-30)
+        << "token " << i / size_t(c.k) << " slot " << i % size_t(c.k) << " gpu " << got_w[i] << " ref " << ref_w[i];
+  }
+  // Bit-identical rerun.
+  FP4_OK(moe_route(p, nullptr));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_TRUE(ids.download() == got_ids);
+  const std::vector<float> again = w.download();
+  EXPECT_EQ(std::memcmp(again.data(), got_w.data(), again.size() * 4), 0);
+}
+
+}  // namespace
+
+TEST(MoeRouteGpu, SoftmaxMethodsMatchReference) {
+  FP4KIT_REQUIRE_SM90A();
+  uint32_t seed = 100;
+  for (MoeRoutingMethod m : {MoeRoutingMethod::kSoftmaxTopK, MoeRoutingMethod::kTopKSoftmax}) {
+    for (auto [E, k] : {std::pair<int64_t, int64_t>{8, 2}, {8, 8}, {60, 4}, {128, 8}, {256, 8}, {512, 16}, {512, 1}}) {
+      for (DType dt : {DType::kFP32, DType::kBF16}) {
+        for (bool renorm : {true, false}) {
+          run_route({37, E, k, m, dt, renorm}, seed++);
+          if (HasFailure()) return;
+        }
+      }
+      RouteCase ties{37, E, k, m};
+      ties.ties = true;
+      run_route(ties, seed++);
+      if (HasFailure()) return;
+    }
+  }
+  run_route({0, 64, 4, MoeRoutingMethod::kSoftmaxTopK}, seed++);  // empty batch
+  run_route({2000, 256, 8, MoeRoutingMethod::kSoftmaxTopK}, seed++);
+}
+
+TEST(MoeRouteGpu, DeepSeekV3MatchesReference) {
+  FP4KIT_REQUIRE_SM90A();
+  uint32_t seed = 200;
+  struct G {
+    int64_t E, k, n_group, topk_group;
+  };
+  for (G g : {G{256, 8, 8, 4}, G{64, 6, 8, 3}, G{64, 4, 64, 4}, G{16, 4, 1, 1}, G{512, 16, 16, 2}, G{96, 3, 3, 3}}) {
+    for (DType dt : {DType::kFP32, DType::kBF16}) {
+      for (bool renorm : {true, false}) {
+        RouteCase c{37, g.E, g.k, MoeRoutingMethod::kDeepSeekV3, dt, renorm, g.n_group, g.topk_group, 2.5f};
+        run_route(c, seed++);
+        if (HasFailure()) return;
+      }
+    }
+    RouteCase ties{37, g.E, g.k, MoeRoutingMethod::kDeepSeekV3, DType::kFP32, true, g.n_group, g.topk_group, 1.0f};
+    ties.ties = true;
+    run_route(ties, seed++);
+    if (HasFailure()) return;
+  }
+}
