@@ -193,6 +193,8 @@ reference of the whole layer (reference::fused_moe). Details: docs/MOE.md.
   --reps N             timed calls (default adaptive: --target-ms per measurement, 10..1000 calls)
   --target-ms X        adaptive timing budget (default 200)
   --seed N             random data seed
+  --fc1-tactic ID      grouped GEMM tactic of FC1 (gemm/grouped.h ids; -1 = heuristic, default)
+  --fc2-tactic ID      the same for FC2
   --verbose            memory plan, rotation counts, cuBLASLt choices
   --help
 Exit code: 0 all points ran and passed, 1 a point failed or could not run, 2 could not start.
@@ -296,6 +298,10 @@ bool parse_moe_bench_args(const std::vector<std::string>& args, MoeBenchOptions*
       need_double(&o.target_ms);
     } else if (a == "--seed") {
       if (need_int(&iv, 0)) o.seed = uint64_t(iv);
+    } else if (a == "--fc1-tactic") {
+      if (need_int(&iv, -1)) o.fc1_tactic = int(iv);
+    } else if (a == "--fc2-tactic") {
+      if (need_int(&iv, -1)) o.fc2_tactic = int(iv);
     } else if (a == "--verbose" || a == "-v") {
       o.verbose = true;
     } else {
@@ -636,13 +642,16 @@ Status MoeBench::build_layer(const MoeBenchPreset& pr, uint64_t seed, Layer* L) 
   for (int m = 0; m < 2; ++m) {
     FP4KIT_RETURN_IF_ERROR(L->d_alpha1[m].alloc(size_t(E) * 4, "fc1_alpha"));
     FP4KIT_RETURN_IF_ERROR(L->d_alpha2[m].alloc(size_t(E) * 4, "fc2_alpha"));
-    MB_CUDA(cudaMemcpy(L->d_alpha1[m].data(), L->alpha1[m].data(), size_t(E) * 4, cudaMemcpyHostToDevice), "alpha1");
-    MB_CUDA(cudaMemcpy(L->d_alpha2[m].data(), L->alpha2[m].data(), size_t(E) * 4, cudaMemcpyHostToDevice), "alpha2");
+    // On stream_ (see upload_routing: a plain cudaMemcpy is not ordered with the non-blocking stream_).
+    MB_CUDA(cudaMemcpyAsync(L->d_alpha1[m].data(), L->alpha1[m].data(), size_t(E) * 4, cudaMemcpyHostToDevice, stream_),
+            "alpha1");
+    MB_CUDA(cudaMemcpyAsync(L->d_alpha2[m].data(), L->alpha2[m].data(), size_t(E) * 4, cudaMemcpyHostToDevice, stream_),
+            "alpha2");
   }
   FP4KIT_RETURN_IF_ERROR(L->d_gs1.alloc(4, "fc1_act_global"));
   FP4KIT_RETURN_IF_ERROR(L->d_gs2.alloc(4, "fc2_act_global"));
-  MB_CUDA(cudaMemcpy(L->d_gs1.data(), &L->gs1, 4, cudaMemcpyHostToDevice), "fc1_act_global");
-  MB_CUDA(cudaMemcpy(L->d_gs2.data(), &L->gs2, 4, cudaMemcpyHostToDevice), "fc2_act_global");
+  MB_CUDA(cudaMemcpyAsync(L->d_gs1.data(), &L->gs1, 4, cudaMemcpyHostToDevice, stream_), "fc1_act_global");
+  MB_CUDA(cudaMemcpyAsync(L->d_gs2.data(), &L->gs2, 4, cudaMemcpyHostToDevice, stream_), "fc2_act_global");
   MB_CUDA(cudaStreamSynchronize(stream_), "weight setup");
   return Status::ok();
 }
@@ -718,8 +727,16 @@ void MoeBench::make_routing(const Layer& L, int64_t T, bool skewed, uint64_t see
 Status MoeBench::upload_routing(RoutingSet* s) {
   FP4KIT_RETURN_IF_ERROR(s->d_sel.alloc(s->sel.size() * 4, "selected_experts"));
   FP4KIT_RETURN_IF_ERROR(s->d_fs.alloc(s->fs.size() * 4, "final_scales"));
-  MB_CUDA(cudaMemcpy(s->d_sel.data(), s->sel.data(), s->sel.size() * 4, cudaMemcpyHostToDevice), "selected_experts");
-  MB_CUDA(cudaMemcpy(s->d_fs.data(), s->fs.data(), s->fs.size() * 4, cudaMemcpyHostToDevice), "final_scales");
+  // The copies go on stream_, the stream every kernel of the bench runs on, and are waited for. A
+  // plain cudaMemcpy runs on the legacy default stream, which stream_ (cudaStreamNonBlocking) is NOT
+  // ordered after, and for a pageable source above 64 KB it returns once the bytes are staged, before
+  // the DMA has landed: a fused_moe launched right after could read the table's previous contents
+  // (the reduced check uploads one table, 128 KB at E = 256, k = 8, T = 4096, and checks it at once).
+  MB_CUDA(cudaMemcpyAsync(s->d_sel.data(), s->sel.data(), s->sel.size() * 4, cudaMemcpyHostToDevice, stream_),
+          "selected_experts");
+  MB_CUDA(cudaMemcpyAsync(s->d_fs.data(), s->fs.data(), s->fs.size() * 4, cudaMemcpyHostToDevice, stream_),
+          "final_scales");
+  MB_CUDA(cudaStreamSynchronize(stream_), "routing upload");
   return Status::ok();
 }
 
@@ -750,6 +767,8 @@ MoeParams MoeBench::moe_params(const Layer& L, int mode, int64_t T, const Routin
   p.fc2_act_global = L.d_gs2.as<float>();
   p.output = out;
   p.check_expert_ids = false;
+  p.fc1_tactic = opt_.fc1_tactic;
+  p.fc2_tactic = opt_.fc2_tactic;
   return p;
 }
 
@@ -1111,15 +1130,41 @@ Status MoeBench::run_reduced_check(const MoeBenchPreset& pr, int64_t T) {
   red.name = pr.name + ".reduced";
   red.hidden = std::min(pr.hidden, kReducedH);
   red.inter = std::min(pr.inter, kReducedI);
+  // A variant that cannot be set up is a failure too (an ERROR row), not only a progress line.
+  auto setup_failed = [&](const std::string& routing, const Status& st) {
+    Row row;
+    row.preset = red.name;
+    row.h = red.hidden;
+    row.e = red.experts;
+    row.k = red.top_k;
+    row.inter = red.inter;
+    row.t = T;
+    row.routing = routing;
+    row.reduced = true;
+    row.error = st.to_string();
+    rows_.push_back(row);
+    ++failures_;
+    if (cudaStreamSynchronize(stream_) != cudaSuccess) sticky_error_ = true;
+    return st;
+  };
   Layer L;
-  FP4KIT_RETURN_IF_ERROR(build_layer(red, opt_.seed * 1000003 + std::hash<std::string>()(red.name), &L));
-  FP4KIT_RETURN_IF_ERROR(x_.alloc(size_t(T * red.hidden * 2), "hidden states"));
-  FP4KIT_RETURN_IF_ERROR(out_.alloc(size_t(T * red.hidden * 2), "output"));
-  FP4KIT_RETURN_IF_ERROR(fill_random(x_.data(), DType::kBF16, T * red.hidden, opt_.seed * 7919 + 5, Distribution::kNormal, 1.0f, stream_));
+  {
+    const Status st = [&]() -> Status {
+      FP4KIT_RETURN_IF_ERROR(build_layer(red, opt_.seed * 1000003 + std::hash<std::string>()(red.name), &L));
+      FP4KIT_RETURN_IF_ERROR(x_.alloc(size_t(T * red.hidden * 2), "hidden states"));
+      FP4KIT_RETURN_IF_ERROR(out_.alloc(size_t(T * red.hidden * 2), "output"));
+      return fill_random(x_.data(), DType::kBF16, T * red.hidden, opt_.seed * 7919 + 5, Distribution::kNormal, 1.0f,
+                         stream_);
+    }();
+    if (!st.is_ok()) return setup_failed("-", st);
+  }
   for (bool skewed : routings()) {
     RoutingSet s;
     make_routing(L, T, skewed, opt_.seed * 17 + uint64_t(T) + (skewed ? 3 : 0), &s);
-    FP4KIT_RETURN_IF_ERROR(upload_routing(&s));
+    {
+      const Status st = upload_routing(&s);
+      if (!st.is_ok()) return setup_failed(skewed ? "skewed" : "uniform", st);
+    }
     for (int mode : modes()) {
       Row row;
       row.preset = red.name;

@@ -44,6 +44,7 @@ struct MoeBenchOptions {
   int min_reps = 10;
   int max_reps = 1000;
   uint64_t seed = 0x5eed;                // --seed
+  int fc1_tactic = -1, fc2_tactic = -1;  // --fc1-tactic / --fc2-tactic: grouped GEMM tactic ids (-1 auto)
   bool verbose = false;                  // --verbose
 };
 

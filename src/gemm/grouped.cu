@@ -24,6 +24,9 @@ const GroupedTactic kTactics[] = {
     {5, GroupedFamily::kWgmma, 0, 0, 0, 128, 128, 4, "grouped_wgmma_128x128_s4"},
     {6, GroupedFamily::kWgmma, 0, 0, 0, 128, 256, 4, "grouped_wgmma_128x256_s4"},
     {7, GroupedFamily::kWgmma, 0, 0, 0, 256, 128, 4, "grouped_wgmma_256x128_s4"},
+    {8, GroupedFamily::kDecode, 1, 1, 4, 0, 0, 0, "grouped_decode_dp_m8_r16_u4", true},
+    {9, GroupedFamily::kDecode, 1, 2, 4, 0, 0, 0, "grouped_decode_dp_m8_r32_u4", true},
+    {10, GroupedFamily::kDecode, 2, 2, 2, 0, 0, 0, "grouped_decode_dp_m16_r32_u2", true},
 };
 constexpr int kTacticCount = int(sizeof(kTactics) / sizeof(kTactics[0]));
 
@@ -85,10 +88,20 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p) {
   const int64_t max_rows = std::max<int64_t>(1, std::min(p.max_group_rows > 0 ? p.max_group_rows : p.max_rows, p.max_rows));
   if (mean_rows <= 16 && max_rows <= 64) {
     // The token tile follows the typical group, not the largest: a group with more rows than the
-    // tile is covered by more token tiles (gridDim.y), whose warps skip the smaller groups. (Dense
-    // decode on H100, 8192x28672: 8-token tiles stream 2.0 TB/s, 16-token tiles 1.3 TB/s.)
-    if (mean_rows <= 8) return p.n * p.k * active < (int64_t(32) << 20) ? 0 : 1;
-    return 2;
+    // tile is covered by more token tiles (gridDim.y), whose warps skip the smaller groups.
+    // Decomposition, from an A/B run of all four on H100 (docs/PERF.md, session 2; MoE graph replay,
+    // T = 1, 4, 16): small experts (Qwen3.6: 1024x2048, 2048x512) are fastest with data-parallel
+    // row blocks (T=1: 23 us vs 43 us stream-K), large experts (DeepSeek-V3, Mixtral: >= 15M
+    // weights each) with stream-K over warps once more than a few experts are active (DeepSeek
+    // T=16: 1142 us vs 1195 us), and data-parallel again when there are at most 8 rows in all
+    // (Mixtral T=1: 103 us vs 111 us).
+    const bool big = p.n * p.k >= (int64_t(8) << 20);
+    const bool few = p.max_rows <= 8;
+    if (mean_rows <= 8) {
+      if (big && !few) return 1;                    // stream-K, 32-row units
+      return !big && few ? 8 : 9;                    // dp, 16- or 32-row blocks
+    }
+    return big && !few ? 2 : 10;
   }
   // The wgmma kernels keep per-group tile counts in shared memory (sm90::kWgMaxGroups = 1024).
   if (p.groups > 1024) return max_rows <= 8 ? 1 : max_rows <= 16 ? 2 : 3;

@@ -59,6 +59,7 @@ struct GroupedTactic {
   int nt = 0, rows = 0, unroll = 0;            // decode
   int block_n = 0, block_m = 0, stages = 0;    // wgmma
   const char* name;
+  bool dp = false;  // decode: data-parallel row blocks, split-K inside the CTA (else stream-K)
 };
 
 // Every grouped tactic (for the MoE autotuner); ids are dense from 0.

@@ -36,6 +36,21 @@ const std::vector<Tactic>& tactic_table() {
                std::to_string(x.stages);
       t.push_back(x);
     }
+    // Data-parallel decode variants (decode_dp_kernel), appended last so that earlier ids (and
+    // tuned caches naming them) stay valid.
+    const DecodeConfig dp_configs[] = {{1, 1, 4}, {1, 2, 4}, {2, 2, 2}};
+    for (const DecodeConfig& c : dp_configs) {
+      Tactic x;
+      x.id = id++;
+      x.family = Family::kDecode;
+      x.nt = c.nt;
+      x.rows = c.rows;
+      x.unroll = c.unroll;
+      x.dp = true;
+      x.name = "decode_dp_m" + std::to_string(x.nt * 8) + "_r" + std::to_string(16 * x.rows) + "_u" +
+               std::to_string(x.unroll);
+      t.push_back(x);
+    }
     return t;
   }();
   return table;
@@ -48,7 +63,7 @@ const Tactic* find_tactic(int id) {
 
 static int decode_id(int nt, int rows, int u) {
   for (const Tactic& t : tactic_table())
-    if (t.family == Family::kDecode && t.nt == nt && t.rows == rows && t.unroll == u) return t.id;
+    if (t.family == Family::kDecode && !t.dp && t.nt == nt && t.rows == rows && t.unroll == u) return t.id;
   return 0;
 }
 
@@ -83,6 +98,27 @@ static int wgmma_heuristic(const GemmParams& p, int sm_count) {
   return best_id;
 }
 
+static int decode_dp_id(int nt, int rows, int u) {
+  for (const Tactic& t : tactic_table())
+    if (t.family == Family::kDecode && t.dp && t.nt == nt && t.rows == rows && t.unroll == u) return t.id;
+  return -1;
+}
+
+int decode_dp_heuristic(int64_t m, int64_t rows, int sm_count) {
+  // H100, W4A16, M = 1..16 over the bench shapes (docs/PERF.md, session 2): one CTA per 16- or
+  // 32-row block, K split over its 8 warps, beats stream-K over warps everywhere there are enough
+  // row blocks (8192x8192 M=1: 20.7 vs 29.0 us; 4096x4096: 9.3 vs 18.9 us). 32-row blocks win when
+  // they still fill about one wave of 2 CTAs per SM and 16-row blocks would need two (N = 8192),
+  // and from 5 tokens on (8-token tiles with two row tiles share their activation loads).
+  const int64_t slots = 2 * int64_t(sm_count > 0 ? sm_count : 132);
+  if ((rows + 15) / 16 < slots / 2) return -1;  // too few row blocks: stream-K balances better
+  if (m > 16) return -1;
+  if (m > 8) return decode_dp_id(2, 2, 2);
+  if (m > 4) return decode_dp_id(1, 2, 4);
+  const bool r32 = (rows + 31) / 32 >= slots * 9 / 10 && (rows + 15) / 16 <= 2 * slots;
+  return decode_dp_id(1, r32 ? 2 : 1, 4);
+}
+
 int heuristic_tactic(const GemmParams& p, int sm_count) {
   // H100 measurements (docs/PERF.md): the decode family wins up to 16 tokens; above that the
   // wgmma family's 128x64 tile already beats the decode family's 32-token tiles. (W4A4 decodes A
@@ -91,13 +127,13 @@ int heuristic_tactic(const GemmParams& p, int sm_count) {
     const int id = wgmma_heuristic(p, sm_count);
     if (id >= 0) return id;
   }
-  // Two row tiles per warp halve the activation loads per weight byte, but leave too few units to
-  // balance small layers (4096x4096: 17.5 us with one row tile, 22.8 us with two).
+  if (const int id = decode_dp_heuristic(p.m, p.n, sm_count); id >= 0) return id;
+  // Few row blocks (small N): stream-K over warps. Two row tiles per warp halve the activation
+  // loads per weight byte, but leave too few units to balance small layers.
   const bool small_layer = p.n * p.k < int64_t(32) << 20;
   if (p.m <= 8) return small_layer ? decode_id(1, 1, 4) : decode_id(1, 2, 4);
-  // 9..16 tokens: the decode family's 16-token tiles stream the weights at ~1.3 TB/s; the wgmma
-  // 128x64 tile is faster once its 128-row weight tiles fill the SMs (H100, 28672x4096 at M=16:
-  // 51 us vs 60 us; 8192x28672: 153 us vs 101 us).
+  // 9..16 tokens: the stream-K 16-token tiles stream the weights at ~1.3 TB/s; the wgmma 128x64
+  // tile is faster once its 128-row weight tiles fill the SMs.
   if (p.m <= 16) {
     if ((p.n + 127) / 128 >= (sm_count > 0 ? sm_count : 132)) {
       const int id = wgmma_id(128, 64, 6);

@@ -19,6 +19,7 @@ struct Tactic {
   int nt = 0;      // 8-token MMA tiles (tokens per pass = 8 nt)
   int rows = 0;    // 16-row tiles per warp work unit
   int unroll = 0;  // chunks per load group
+  bool dp = false;  // data-parallel row blocks with split-K inside the CTA (else stream-K over warps)
   // wgmma family
   int block_n = 0;  // weight rows per CTA (the wgmma M side)
   int block_m = 0;  // tokens per CTA (the wgmma N side)
@@ -36,5 +37,8 @@ Status launch(const Tactic& t, const GemmParams& p, void* workspace, size_t work
 
 // Shape heuristic used for tactic = -1 until a tuned entry exists.
 int heuristic_tactic(const GemmParams& p, int sm_count);
+// The data-parallel decode tactic for m tokens over `rows` weight rows (for the grouped GEMM: all
+// slots' rows together), or -1 when stream-K is the better decomposition.
+int decode_dp_heuristic(int64_t m, int64_t rows, int sm_count);
 
 }  // namespace fp4kit::gemm_impl

@@ -219,9 +219,9 @@ TEST(GroupedGemmApi, RejectsBadArguments) {
   EXPECT_NE(s.message().find("k"), std::string::npos) << s.message();
   q = p;
   q.offsets = nullptr;
-  s = gemm_impl::grouped_gemm_can_implement(q);
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("offsets"), std::string::npos) << s.message();
+  const Status s2 = gemm_impl::grouped_gemm_can_implement(q);
+  EXPECT_EQ(s2.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s2.message().find("offsets"), std::string::npos) << s2.message();
   q = p;
   q.tactic = 99;
   EXPECT_EQ(gemm_impl::grouped_gemm_can_implement(q).code(), StatusCode::kInvalidArgument);

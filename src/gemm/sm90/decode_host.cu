@@ -14,6 +14,11 @@ namespace fp4kit::gemm_impl {
 namespace {
 
 sm90::DecodeKernelFn kernel_for(const Tactic& t, const GemmParams& p) {
+  if (t.dp) {
+    if (operand_type(p) == DType::kBF16)
+      return sm90::decode_dp_kernel_for<__nv_bfloat16, __nv_bfloat16, false>(t.nt, t.rows, t.unroll);
+    return sm90::decode_dp_kernel_for<__half, __half, false>(t.nt, t.rows, t.unroll);
+  }
   if (operand_type(p) == DType::kBF16) return sm90::decode_kernel_for<__nv_bfloat16, __nv_bfloat16>(t.nt, t.rows, t.unroll);
   return sm90::decode_kernel_for<__half, __half>(t.nt, t.rows, t.unroll);
 }
@@ -38,7 +43,16 @@ int ctas_per_sm(sm90::DecodeKernelFn fn) {
 struct DecodeGeometry {
   int64_t row_blocks, token_groups, k_chunks, units, ctas, warps;
   int64_t partial_floats, counters;
+  int dp_kw = 8;  // dp: warps per row block
 };
+
+// dp: warps sharing a row block's K, so that each streams >= ~8 chunks (two load groups of 4):
+// the largest power of two <= k_chunks / 8, within [1, 8].
+int dp_warps_per_row_block(int64_t k_chunks) {
+  int kw = 8;
+  while (kw > 1 && k_chunks < int64_t(kw) * 8) kw /= 2;
+  return kw;
+}
 
 DecodeGeometry geometry(const Tactic& t, const GemmParams& p) {
   const PrepackedShape s = prepacked_shape(p.n, p.k);
@@ -54,6 +68,13 @@ DecodeGeometry geometry(const Tactic& t, const GemmParams& p) {
   g.warps = std::min(g.ctas * sm90::kDecodeWarps, g.units);
   g.partial_floats = g.token_groups * g.warps * 2 * 32 * (t.rows * t.nt * 4);
   g.counters = g.token_groups * g.row_blocks;
+  if (t.dp) {  // CTAs of 8 / kw row blocks; partial sums stay in shared memory
+    g.dp_kw = dp_warps_per_row_block(g.k_chunks);
+    g.ctas = (g.row_blocks + sm90::kDecodeWarps / g.dp_kw - 1) / (sm90::kDecodeWarps / g.dp_kw);
+    g.warps = g.ctas * sm90::kDecodeWarps;
+    g.partial_floats = 0;
+    g.counters = 0;
+  }
   return g;
 }
 
@@ -63,8 +84,11 @@ Status decode_can_implement(const Tactic& t, const GemmParams& p) {
   if (p.m > 256)
     return Status(StatusCode::kNotSupported, "tactic " + t.name + ": the decode family serves M <= 256");
   if (!kernel_for(t, p)) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": not instantiated");
-  if (geometry(t, p).token_groups > 65535)
+  const DecodeGeometry g = geometry(t, p);
+  if (g.token_groups > 65535)
     return Status(StatusCode::kNotSupported, "tactic " + t.name + ": too many token groups");
+  if (t.dp && g.ctas >= (int64_t(1) << 31))
+    return Status(StatusCode::kNotSupported, "tactic " + t.name + ": too many row blocks");
   return Status::ok();
 }
 
@@ -98,9 +122,11 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
   a.partials = static_cast<float*>(workspace);
   a.counters = reinterpret_cast<int*>(a.partials + g.partial_floats);
   a.slots = 1;
+  a.dp_kw = g.dp_kw;
   // The kernel leaves the counters at zero; clearing them here as well makes a workspace that was
   // never initialized (or was used by an aborted launch) safe. A memset node is graph-capturable.
-  FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), "gemm: counter reset");
+  if (g.counters > 0)
+    FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), "gemm: counter reset");
   const sm90::DecodeKernelFn fn = kernel_for(t, p);
   fn<<<dim3(unsigned(g.ctas), unsigned(g.token_groups)), sm90::kDecodeWarps * 32, 0, stream>>>(a);
   return detail::cuda_status(cudaGetLastError(), ("gemm: launch " + t.name).c_str());
@@ -110,6 +136,10 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
 namespace {
 
 sm90::DecodeKernelFn grouped_kernel_for(const GroupedTactic& t, const GroupedGemmParams& p) {
+  if (t.dp) {
+    if (p.a_dtype == DType::kBF16) return sm90::decode_dp_kernel_for<__nv_bfloat16, __nv_bfloat16, true>(t.nt, t.rows, t.unroll);
+    return sm90::decode_dp_kernel_for<__half, __half, true>(t.nt, t.rows, t.unroll);
+  }
   if (p.a_dtype == DType::kBF16) return sm90::grouped_decode_kernel_for<__nv_bfloat16>(t.nt, t.rows, t.unroll);
   return sm90::grouped_decode_kernel_for<__half>(t.nt, t.rows, t.unroll);
 }
@@ -131,6 +161,13 @@ DecodeGeometry grouped_geometry(const GroupedTactic& t, const GroupedGemmParams&
   g.warps = std::min(g.ctas * sm90::kDecodeWarps, g.units);
   g.partial_floats = g.token_groups * g.warps * 2 * 32 * (t.rows * t.nt * 4);
   g.counters = g.token_groups * *slots * g.row_blocks;
+  if (t.dp) {  // per slot, CTAs of 8 / kw row blocks
+    g.dp_kw = dp_warps_per_row_block(g.k_chunks);
+    g.ctas = *slots * ((g.row_blocks + sm90::kDecodeWarps / g.dp_kw - 1) / (sm90::kDecodeWarps / g.dp_kw));
+    g.warps = g.ctas * sm90::kDecodeWarps;
+    g.partial_floats = 0;
+    g.counters = 0;
+  }
   return g;
 }
 
@@ -142,6 +179,8 @@ Status grouped_decode_can_implement(const GroupedTactic& t, const GroupedGemmPar
   const DecodeGeometry g = grouped_geometry(t, p, &slots);
   if (g.token_groups > 65535)
     return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": too many token groups");
+  if (t.dp && g.ctas >= (int64_t(1) << 31))
+    return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": too many row blocks");
   return Status::ok();
 }
 
@@ -177,7 +216,9 @@ Status grouped_decode_launch(const GroupedTactic& t, const GroupedGemmParams& p,
   a.num_active = p.num_active;
   a.group_bytes = s.bytes();
   a.code_bytes = s.code_bytes();
-  FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), "grouped gemm: counter reset");
+  a.dp_kw = g.dp_kw;
+  if (g.counters > 0)
+    FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), "grouped gemm: counter reset");
   const sm90::DecodeKernelFn fn = grouped_kernel_for(t, p);
   fn<<<dim3(unsigned(g.ctas), unsigned(g.token_groups)), sm90::kDecodeWarps * 32, 0, stream>>>(a);
   return detail::cuda_status(cudaGetLastError(), (std::string("grouped gemm: launch ") + t.name).c_str());

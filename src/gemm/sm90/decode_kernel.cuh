@@ -53,6 +53,7 @@ struct DecodeGemmArgs {
   const int* num_active;
   int64_t group_bytes;       // prepacked bytes per group
   int64_t code_bytes;        // offset of the scales inside a group's buffer
+  int dp_kw;                 // decode_dp_kernel: warps per row block (1, 2, 4 or 8)
 };
 
 // The problem one row block belongs to: the whole GEMM (dense) or one group (grouped).
@@ -326,6 +327,75 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
     }
     pos = seg_end;
   }
+}
+
+// Data-parallel variant ("dp"): each CTA takes 8 / kw consecutive row blocks (of one slot in
+// grouped mode) of one token tile; each row block is computed by kw warps (args.dp_kw) that split
+// its K into equal chunk ranges, and their FP32 partial sums are added in warp order through
+// shared memory. kw is chosen so every warp streams several load groups (long K: 8 warps per row
+// block; K = 512: one warp per row block and no reduction). No workspace, no counters, no atomics:
+// for layers with enough row blocks to fill the GPU this removes the stream-K fix-up and its memset
+// from the critical path.
+template <typename T, typename OutT, int NT, int R, int U, bool G = false>
+__global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
+    decode_dp_kernel(const DecodeGemmArgs args) {
+  constexpr int kAcc = R * NT * 4;
+  __shared__ float partial[kDecodeWarps][kAcc][32];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int kw = args.dp_kw;              // warps per row block: 1, 2, 4 or 8
+  const int per_cta = kDecodeWarps / kw;  // row blocks per CTA
+  const int sub = warp / kw, kidx = warp - sub * kw;
+  const int tok0 = blockIdx.y * NT * 8;
+  const int64_t ctas_per_slot = (args.row_blocks + per_cta - 1) / per_cta;
+  int64_t cta = blockIdx.x;
+  DecodeView view{};
+  if constexpr (G) {
+    const int64_t slot = cta / ctas_per_slot;
+    cta -= slot * ctas_per_slot;
+    view = group_view<T, OutT>(args, slot);
+    if (tok0 >= view.m) return;  // the whole CTA: inactive slot, or no rows in this token tile
+  } else {
+    view = dense_view(args);
+  }
+  const int64_t rb = cta * per_cta + sub;
+  const bool live = rb < args.row_blocks;  // warps of a row block past the end only join the barrier
+  const int64_t j_begin = args.k_chunks * kidx / kw;
+  const int64_t j_end = live ? args.k_chunks * (kidx + 1) / kw : j_begin;
+
+  float acc[R][NT][4];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[r][nt][i] = 0.0f;
+  for (int64_t j = j_begin; j < j_end; j += U) {
+    ChunkRegs<NT, R, U> regs;
+    load_group<T, NT, R, U>(args, view, regs, rb, j, j_end, tok0, lane);
+    compute_group<T, NT, R, U>(regs, acc);
+  }
+  if (kw > 1) {
+    if (kidx > 0) {
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) partial[warp][(r * NT + nt) * 4 + i][lane] = acc[r][nt][i];
+    }
+    __syncthreads();
+    if (kidx == 0) {
+      for (int w = warp + 1; w < warp + kw; ++w)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[r][nt][i] += partial[w][(r * NT + nt) * 4 + i][lane];
+    }
+  }
+  if (kidx == 0 && live) store_block<OutT, NT, R>(args, view, acc, rb, tok0, lane);
 }
 
 }  // namespace fp4kit::gemm_impl::sm90

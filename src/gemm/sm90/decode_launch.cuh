@@ -41,4 +41,17 @@ DecodeKernelFn grouped_decode_kernel_for(int nt, int r, int u) {
   return nullptr;
 }
 
+// Data-parallel variant (decode_dp_kernel), dense and grouped. Keep in sync with tactics.cpp and
+// grouped.cu. Instantiated with the stream-K kernels of the same operand type.
+template <typename T, typename OutT, bool G>
+DecodeKernelFn decode_dp_kernel_for(int nt, int r, int u) {
+#define FP4KIT_DECODE_DP_CASE(NT, R, U) \
+  if (nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, G>;
+  FP4KIT_DECODE_DP_CASE(1, 1, 4)
+  FP4KIT_DECODE_DP_CASE(1, 2, 4)
+  FP4KIT_DECODE_DP_CASE(2, 2, 2)
+#undef FP4KIT_DECODE_DP_CASE
+  return nullptr;
+}
+
 }  // namespace fp4kit::gemm_impl::sm90
