@@ -31,6 +31,7 @@
 
 #include "bench_util.h"
 #include "cublaslt_baseline.h"
+#include "gemm/grouped.h"  // grouped_gemm_tactic_count: range of --fc1/--fc2-tactic
 #include "fp4kit/gemm.h"
 #include "fp4kit/moe.h"
 #include "fp4kit/status.h"
@@ -298,10 +299,17 @@ bool parse_moe_bench_args(const std::vector<std::string>& args, MoeBenchOptions*
       need_double(&o.target_ms);
     } else if (a == "--seed") {
       if (need_int(&iv, 0)) o.seed = uint64_t(iv);
-    } else if (a == "--fc1-tactic") {
-      if (need_int(&iv, -1)) o.fc1_tactic = int(iv);
-    } else if (a == "--fc2-tactic") {
-      if (need_int(&iv, -1)) o.fc2_tactic = int(iv);
+    } else if (a == "--fc1-tactic" || a == "--fc2-tactic") {
+      // -1 (heuristic) or a grouped tactic id; fused_moe reports ids it cannot run.
+      std::string s;
+      if (need(&s)) {
+        const bool neg = s == "-1";
+        if (!neg && (!parse_int(s, &iv) || iv >= gemm_impl::grouped_gemm_tactic_count())) {
+          err = a + ": bad value '" + s + "' (-1 or 0.." + std::to_string(gemm_impl::grouped_gemm_tactic_count() - 1) + ")";
+        } else {
+          (a == "--fc1-tactic" ? o.fc1_tactic : o.fc2_tactic) = neg ? -1 : int(iv);
+        }
+      }
     } else if (a == "--verbose" || a == "-v") {
       o.verbose = true;
     } else {

@@ -95,8 +95,9 @@ struct MoeParams {
   DType input_dtype = DType::kBF16;  // act_dtype, or kE2M1x2 (W4A4 only: pre-quantized input)
   const void* input = nullptr;     // device [T, H] 16-bit, or codes [T, H/2]
   const uint8_t* input_scales = nullptr;  // kE2M1x2 input: E4M3 scales, 128x4 layout over T rows
-  const int32_t* selected_experts = nullptr;  // device [T, top_k], global ids in [0, E), distinct
-                                              // within a token (as every router produces them)
+  const int32_t* selected_experts = nullptr;  // device [T, top_k], global ids in [0, E); a token
+                                              // may repeat an expert as long as no expert gets
+                                              // more than T rows in all
   const float* final_scales = nullptr;        // device [T, top_k]
   const void* fc1_weights = nullptr;  // device, moe_prepacked_weight_bytes(E_local, 2I, H)
   int64_t fc1_weights_bytes = 0;
@@ -110,8 +111,8 @@ struct MoeParams {
   void* output = nullptr;          // device [T, H] of act_dtype
   // Expert ids live on the device. Ids outside [0, E) never cause out-of-bounds accesses (they are
   // treated as not routed); with check_expert_ids fused_moe also synchronizes the stream after
-  // the permutation and returns kInvalidArgument if it saw one (or an expert listed twice by one
-  // token). The check is refused (kInvalidArgument) while the stream is capturing: turn it off for
+  // the permutation and returns kInvalidArgument if it saw one (or an expert with more than T
+  // rows). The check is refused (kInvalidArgument) while the stream is capturing: turn it off for
   // CUDA graphs and latency (the permutation records the error in the workspace either way).
   bool check_expert_ids = true;
   int fc1_tactic = -1, fc2_tactic = -1;  // grouped GEMM tactics; -1: heuristic

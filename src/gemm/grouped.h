@@ -19,8 +19,10 @@
 //
 // Two families, as for the dense GEMM: a grouped decode kernel (mma.sync, stream-K over warps
 // across the active groups, for few rows per group) and a grouped wgmma kernel (persistent tile
-// scheduler over (group, m tile, n tile), for many rows per group). Deterministic: every output
-// element is one dot product in a fixed order, whatever the placement of its row.
+// scheduler over (group, m tile, n tile), for many rows per group). Deterministic: the same
+// inputs give bit-identical outputs. The data-parallel decode and wgmma tactics are also
+// placement-invariant (a row's result does not depend on the other groups' rows); the stream-K
+// decode tactics split K by position in the unit list, so their FP32 rounding can.
 #pragma once
 
 #include <cstddef>

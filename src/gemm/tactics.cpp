@@ -104,15 +104,20 @@ static int decode_dp_id(int nt, int rows, int u) {
   return -1;
 }
 
-int decode_dp_heuristic(int64_t m, int64_t rows, int sm_count) {
+int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   // H100, W4A16, M = 1..16 over the bench shapes (docs/PERF.md, session 2): one CTA per 16- or
   // 32-row block, K split over its 8 warps, beats stream-K over warps everywhere there are enough
-  // row blocks (8192x8192 M=1: 20.7 vs 29.0 us; 4096x4096: 9.3 vs 18.9 us). 32-row blocks win when
-  // they still fill about one wave of 2 CTAs per SM and 16-row blocks would need two (N = 8192),
-  // and from 5 tokens on (8-token tiles with two row tiles share their activation loads).
+  // CTAs (8192x8192 M=1: 20.7 vs 29.0 us; 4096x4096: 9.3 vs 18.9 us). 32-row blocks win when they
+  // still fill about one wave of 2 CTAs per SM and 16-row blocks would need two (N = 8192), and
+  // from 5 tokens on (8-token tiles with two row tiles share their activation loads). The 16-token
+  // tiles (m16_r32) also beat wgmma 128x64 at M = 9..16 (28672x4096 M=16: 45.1 vs 53.7 us).
   const int64_t slots = 2 * int64_t(sm_count > 0 ? sm_count : 132);
-  if ((rows + 15) / 16 < slots / 2) return -1;  // too few row blocks: stream-K balances better
   if (m > 16) return -1;
+  // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
+  const int64_t k_chunks = (k + 63) / 64;
+  int kw = 8;
+  while (kw > 1 && k_chunks < int64_t(kw) * 8) kw /= 2;
+  if ((rows + 15) / 16 * kw / 8 < slots / 2) return -1;  // too few CTAs: stream-K balances better
   if (m > 8) return decode_dp_id(2, 2, 2);
   if (m > 4) return decode_dp_id(1, 2, 4);
   const bool r32 = (rows + 31) / 32 >= slots * 9 / 10 && (rows + 15) / 16 <= 2 * slots;
@@ -127,20 +132,12 @@ int heuristic_tactic(const GemmParams& p, int sm_count) {
     const int id = wgmma_heuristic(p, sm_count);
     if (id >= 0) return id;
   }
-  if (const int id = decode_dp_heuristic(p.m, p.n, sm_count); id >= 0) return id;
-  // Few row blocks (small N): stream-K over warps. Two row tiles per warp halve the activation
-  // loads per weight byte, but leave too few units to balance small layers.
+  if (const int id = decode_dp_heuristic(p.m, p.n, p.k, sm_count); id >= 0) return id;
+  // Few row blocks (narrow layers): stream-K over warps. Two row tiles per warp halve the
+  // activation loads per weight byte, but leave too few units to balance small layers.
   const bool small_layer = p.n * p.k < int64_t(32) << 20;
   if (p.m <= 8) return small_layer ? decode_id(1, 1, 4) : decode_id(1, 2, 4);
-  // 9..16 tokens: the stream-K 16-token tiles stream the weights at ~1.3 TB/s; the wgmma 128x64
-  // tile is faster once its 128-row weight tiles fill the SMs.
-  if (p.m <= 16) {
-    if ((p.n + 127) / 128 >= (sm_count > 0 ? sm_count : 132)) {
-      const int id = wgmma_id(128, 64, 6);
-      if (id >= 0) return id;
-    }
-    return decode_id(2, 2, 2);
-  }
+  if (p.m <= 16) return decode_id(2, 2, 2);
   return decode_id(4, 2, 1);
 }
 

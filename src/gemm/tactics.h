@@ -37,8 +37,8 @@ Status launch(const Tactic& t, const GemmParams& p, void* workspace, size_t work
 
 // Shape heuristic used for tactic = -1 until a tuned entry exists.
 int heuristic_tactic(const GemmParams& p, int sm_count);
-// The data-parallel decode tactic for m tokens over `rows` weight rows (for the grouped GEMM: all
-// slots' rows together), or -1 when stream-K is the better decomposition.
-int decode_dp_heuristic(int64_t m, int64_t rows, int sm_count);
+// The data-parallel decode tactic for m tokens over `rows` weight rows of depth k, or -1 when
+// stream-K is the better decomposition (too few CTAs to fill the GPU).
+int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count);
 
 }  // namespace fp4kit::gemm_impl

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "fp4kit/device.h"
 #include "gemm/grouped.h"
 #include "moe/moe_kernels.h"
 
@@ -65,8 +66,10 @@ size_t grouped_workspace_bound(int64_t groups, int64_t max_tokens, int64_t top_k
                                int tactic) {
   if (groups <= 0 || max_tokens <= 0 || top_k <= 0 || n <= 0 || k <= 0) return 0;
   static std::mutex mu;
-  static std::map<std::array<int64_t, 7>, size_t> cache;
-  const std::array<int64_t, 7> key{groups, max_tokens, top_k, n, k, int64_t(dtype), tactic};
+  static std::map<std::array<int64_t, 8>, size_t> cache;
+  // The decode workspace depends on the SM count (persistent grid): part of the key.
+  const int64_t sms = device_info().available ? device_info().sm_count : 0;
+  const std::array<int64_t, 8> key{groups, max_tokens, top_k, n, k, int64_t(dtype), tactic, sms};
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);

@@ -151,7 +151,9 @@ DecodeGeometry grouped_geometry(const GroupedTactic& t, const GroupedGemmParams&
   *slots = std::max<int64_t>(1, std::min(p.groups, p.max_rows));
   DecodeGeometry g;
   g.row_blocks = (p.n + 16 * t.rows - 1) / (16 * t.rows);
-  g.token_groups = std::max<int64_t>(1, (std::min(p.max_group_rows, p.max_rows) + t.nt * 8 - 1) / (t.nt * 8));
+  // max_group_rows == 0: unknown, any group may hold all rows.
+  const int64_t group_rows = p.max_group_rows > 0 ? std::min(p.max_group_rows, p.max_rows) : p.max_rows;
+  g.token_groups = std::max<int64_t>(1, (group_rows + t.nt * 8 - 1) / (t.nt * 8));
   g.k_chunks = s.k_chunks;
   g.units = *slots * g.row_blocks * g.k_chunks;
   const int sms = device_info().available ? device_info().sm_count : 132;
