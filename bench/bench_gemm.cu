@@ -54,73 +54,7 @@ std::vector<int64_t> quick_gemm_bench_m() { return {1, 16, 128, 2048, 8192}; }
 
 namespace {
 
-bool parse_int(const std::string& s, int64_t* out) {
-  if (s.empty()) return false;
-  std::string t = s;
-  int64_t mult = 1;
-  if (t.back() == 'k' || t.back() == 'K') {
-    mult = 1024;
-    t.pop_back();
-  }
-  if (t.empty()) return false;
-  for (char c : t) {
-    if (c < '0' || c > '9') return false;
-  }
-  if (t.size() > 12) return false;
-  *out = std::stoll(t) * mult;
-  return true;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
-
 // "1,2,4", "1:16384:x2", "128:1024:+128", "4k".
-bool parse_m_list(const std::string& text, std::vector<int64_t>* out, std::string* error) {
-  std::vector<int64_t> values;
-  for (const std::string& item : split(text, ',')) {
-    const std::vector<std::string> parts = split(item, ':');
-    int64_t a = 0, b = 0;
-    if (parts.size() == 1) {
-      if (!parse_int(parts[0], &a) || a <= 0) {
-        *error = "--m: bad value '" + item + "'";
-        return false;
-      }
-      values.push_back(a);
-      continue;
-    }
-    if (parts.size() < 2 || parts.size() > 3 || !parse_int(parts[0], &a) || !parse_int(parts[1], &b) || a <= 0 ||
-        b < a) {
-      *error = "--m: bad range '" + item + "' (START:STOP[:xF|:+S])";
-      return false;
-    }
-    std::string step = parts.size() == 3 ? parts[2] : "+1";
-    int64_t f = 0;
-    if (step.size() < 2 || (step[0] != 'x' && step[0] != '+') || !parse_int(step.substr(1), &f) ||
-        (step[0] == 'x' ? f < 2 : f < 1)) {
-      *error = "--m: bad step '" + step + "' in '" + item + "' (xF with F >= 2, or +S)";
-      return false;
-    }
-    for (int64_t v = a; v <= b; v = step[0] == 'x' ? v * f : v + f) values.push_back(v);
-  }
-  out->clear();
-  for (int64_t v : values) {
-    if (std::find(out->begin(), out->end(), v) == out->end()) out->push_back(v);
-  }
-  return true;
-}
-
 bool parse_shape_list(const std::string& text, std::vector<GemmBenchShape>* out, std::string* error) {
   const std::vector<GemmBenchShape> all = default_gemm_bench_shapes();
   std::vector<GemmBenchShape> shapes;
@@ -130,7 +64,7 @@ bool parse_shape_list(const std::string& text, std::vector<GemmBenchShape>* out,
     }
     shapes.push_back(s);
   };
-  for (const std::string& item : split(text, ',')) {
+  for (const std::string& item : split_text(text, ',')) {
     if (item == "all") {
       for (const auto& s : all) add(s);
       continue;
@@ -149,7 +83,7 @@ bool parse_shape_list(const std::string& text, std::vector<GemmBenchShape>* out,
     if (matched) continue;
     const auto x = item.find('x');
     int64_t n = 0, k = 0;
-    if (x != std::string::npos && parse_int(item.substr(0, x), &n) && parse_int(item.substr(x + 1), &k) && n > 0 &&
+    if (x != std::string::npos && parse_count(item.substr(0, x), &n) && parse_count(item.substr(x + 1), &k) && n > 0 &&
         k > 0) {
       if (k % 32 != 0 || n % 16 != 0) {
         *error = "--shapes: '" + item + "': N must be a multiple of 16 and K of 32";
@@ -202,49 +136,10 @@ bool parse_gemm_bench_args(const std::vector<std::string>& args, GemmBenchOption
                            bool* help) {
   GemmBenchOptions o;
   if (help) *help = false;
-  std::string err;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i];
-    std::string value;
-    bool has_inline = false;
-    const auto eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      has_inline = true;
-    }
-    auto need = [&](std::string* v) {
-      if (has_inline) {
-        *v = value;
-        return true;
-      }
-      if (i + 1 >= args.size()) {
-        err = a + " needs a value";
-        return false;
-      }
-      *v = args[++i];
-      return true;
-    };
-    auto need_int = [&](int64_t* v, int64_t lo) {
-      std::string s;
-      if (!need(&s)) return false;
-      if (!parse_int(s, v) || *v < lo) {
-        err = a + ": bad value '" + s + "'";
-        return false;
-      }
-      return true;
-    };
-    auto need_double = [&](double* v) {
-      std::string s;
-      if (!need(&s)) return false;
-      char* end = nullptr;
-      *v = std::strtod(s.c_str(), &end);
-      if (s.empty() || *end != '\0' || !(*v > 0)) {
-        err = a + ": bad value '" + s + "'";
-        return false;
-      }
-      return true;
-    };
+  OptionReader r(args);
+  std::string& err = r.error;
+  while (r.next()) {
+    const std::string a = r.name();
     std::string s;
     int64_t iv = 0;
     if (a == "--help" || a == "-h") {
@@ -252,11 +147,11 @@ bool parse_gemm_bench_args(const std::vector<std::string>& args, GemmBenchOption
     } else if (a == "--quick") {
       o.quick = true;
     } else if (a == "--shapes") {
-      if (!need(&s) || !parse_shape_list(s, &o.shapes, &err)) break;
+      if (!r.value(&s) || !parse_shape_list(s, &o.shapes, &err)) break;
     } else if (a == "--m") {
-      if (!need(&s) || !parse_m_list(s, &o.m_values, &err)) break;
+      if (!r.value(&s) || !parse_count_list(s, "--m", &o.m_values, &err)) break;
     } else if (a == "--mode") {
-      if (!need(&s)) break;
+      if (!r.value(&s)) break;
       if (s == "w4a16") o.mode = GemmBenchMode::kW4A16;
       else if (s == "w4a4") o.mode = GemmBenchMode::kW4A4;
       else if (s == "both") o.mode = GemmBenchMode::kBoth;
@@ -265,13 +160,13 @@ bool parse_gemm_bench_args(const std::vector<std::string>& args, GemmBenchOption
         break;
       }
     } else if (a == "--tactic") {
-      if (!need(&s)) break;
+      if (!r.value(&s)) break;
       if (s == "auto") {
         o.tactic = -1;
         o.all_tactics = false;
       } else if (s == "all") {
         o.all_tactics = true;
-      } else if (parse_int(s, &iv)) {
+      } else if (parse_count(s, &iv)) {
         o.tactic = static_cast<int>(iv);
         o.all_tactics = false;
       } else {
@@ -287,31 +182,30 @@ bool parse_gemm_bench_args(const std::vector<std::string>& args, GemmBenchOption
     } else if (a == "--no-check") {
       o.check = false;
     } else if (a == "--max-rel-err") {
-      if (!need_double(&o.max_rel_err)) break;
+      if (!r.value_positive(&o.max_rel_err)) break;
     } else if (a == "--csv") {
       o.csv = true;
     } else if (a == "--markdown") {
       o.markdown = true;
     } else if (a == "--output") {
-      if (!need(&o.output)) break;
+      if (!r.value(&o.output)) break;
     } else if (a == "--warmup") {
-      if (!need_int(&iv, 0)) break;
+      if (!r.value_count(&iv, 0)) break;
       o.warmup = static_cast<int>(iv);
     } else if (a == "--reps") {
-      if (!need_int(&iv, 1)) break;
+      if (!r.value_count(&iv, 1)) break;
       o.reps = static_cast<int>(iv);
     } else if (a == "--target-ms") {
-      if (!need_double(&o.target_ms)) break;
+      if (!r.value_positive(&o.target_ms)) break;
     } else if (a == "--seed") {
-      if (!need_int(&iv, 0)) break;
+      if (!r.value_count(&iv, 0)) break;
       o.seed = static_cast<uint64_t>(iv);
     } else if (a == "--verbose" || a == "-v") {
       o.verbose = true;
     } else {
-      err = "unknown argument '" + args[i] + "'";
+      err = "unknown argument '" + r.raw() + "'";
       break;
     }
-    if (!err.empty()) break;
   }
   if (err.empty() && o.csv && o.markdown) err = "--csv and --markdown are exclusive";
   if (!err.empty()) {

@@ -54,71 +54,7 @@ std::vector<int64_t> quick_moe_bench_t() { return {1, 16, 4096}; }
 
 namespace {
 
-bool parse_int(const std::string& s, int64_t* out) {
-  if (s.empty()) return false;
-  std::string t = s;
-  int64_t mult = 1;
-  if (t.back() == 'k' || t.back() == 'K') {
-    mult = 1024;
-    t.pop_back();
-  }
-  if (t.empty() || t.size() > 12) return false;
-  for (char c : t) {
-    if (c < '0' || c > '9') return false;
-  }
-  *out = std::stoll(t) * mult;
-  return true;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
-
 // "1,2,4", "1:16384:x2", "128:1024:+128", "4k".
-bool parse_t_list(const std::string& text, std::vector<int64_t>* out, std::string* error) {
-  std::vector<int64_t> values;
-  for (const std::string& item : split(text, ',')) {
-    const std::vector<std::string> parts = split(item, ':');
-    int64_t a = 0, b = 0;
-    if (parts.size() == 1) {
-      if (!parse_int(parts[0], &a) || a <= 0) {
-        *error = "--t: bad value '" + item + "'";
-        return false;
-      }
-      values.push_back(a);
-      continue;
-    }
-    if (parts.size() > 3 || !parse_int(parts[0], &a) || !parse_int(parts[1], &b) || a <= 0 || b < a) {
-      *error = "--t: bad range '" + item + "' (START:STOP[:xF|:+S])";
-      return false;
-    }
-    const std::string step = parts.size() == 3 ? parts[2] : "+1";
-    int64_t f = 0;
-    if (step.size() < 2 || (step[0] != 'x' && step[0] != '+') || !parse_int(step.substr(1), &f) ||
-        (step[0] == 'x' ? f < 2 : f < 1)) {
-      *error = "--t: bad step '" + step + "' in '" + item + "' (xF with F >= 2, or +S)";
-      return false;
-    }
-    for (int64_t v = a; v <= b; v = step[0] == 'x' ? v * f : v + f) values.push_back(v);
-  }
-  out->clear();
-  for (int64_t v : values) {
-    if (std::find(out->begin(), out->end(), v) == out->end()) out->push_back(v);
-  }
-  return true;
-}
-
 bool parse_preset_list(const std::string& text, std::vector<MoeBenchPreset>* out, std::string* error) {
   const std::vector<MoeBenchPreset> all = default_moe_bench_presets();
   std::vector<MoeBenchPreset> presets;
@@ -128,7 +64,7 @@ bool parse_preset_list(const std::string& text, std::vector<MoeBenchPreset>* out
     }
     presets.push_back(p);
   };
-  for (const std::string& item : split(text, ',')) {
+  for (const std::string& item : split_text(text, ',')) {
     if (item == "all") {
       for (const auto& p : all) add(p);
       continue;
@@ -141,10 +77,10 @@ bool parse_preset_list(const std::string& text, std::vector<MoeBenchPreset>* out
       }
     }
     if (matched) continue;
-    const std::vector<std::string> dims = split(item, 'x');
+    const std::vector<std::string> dims = split_text(item, 'x');
     int64_t v[4] = {0, 0, 0, 0};
     bool ok = dims.size() == 4;
-    for (size_t i = 0; ok && i < 4; ++i) ok = parse_int(dims[i], &v[i]) && v[i] > 0;
+    for (size_t i = 0; ok && i < 4; ++i) ok = parse_count(dims[i], &v[i]) && v[i] > 0;
     if (ok) {
       if (v[0] % 64 != 0 || v[3] % 64 != 0 || v[2] > v[1]) {
         *error = "--preset: '" + item + "': H and I must be multiples of 64 and k <= E";
@@ -206,49 +142,10 @@ bool parse_moe_bench_args(const std::vector<std::string>& args, MoeBenchOptions*
                           bool* help) {
   MoeBenchOptions o;
   if (help) *help = false;
-  std::string err;
-  for (size_t i = 0; i < args.size() && err.empty(); ++i) {
-    std::string a = args[i];
-    std::string value;
-    bool has_inline = false;
-    const auto eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      has_inline = true;
-    }
-    auto need = [&](std::string* v) {
-      if (has_inline) {
-        *v = value;
-        return true;
-      }
-      if (i + 1 >= args.size()) {
-        err = a + " needs a value";
-        return false;
-      }
-      *v = args[++i];
-      return true;
-    };
-    auto need_int = [&](int64_t* v, int64_t lo) {
-      std::string s;
-      if (!need(&s)) return false;
-      if (!parse_int(s, v) || *v < lo) {
-        err = a + ": bad value '" + s + "'";
-        return false;
-      }
-      return true;
-    };
-    auto need_double = [&](double* v) {
-      std::string s;
-      if (!need(&s)) return false;
-      char* end = nullptr;
-      *v = std::strtod(s.c_str(), &end);
-      if (s.empty() || *end != '\0' || !(*v > 0)) {
-        err = a + ": bad value '" + s + "'";
-        return false;
-      }
-      return true;
-    };
+  OptionReader r(args);
+  std::string& err = r.error;
+  while (r.next()) {
+    const std::string a = r.name();
     std::string s;
     int64_t iv = 0;
     if (a == "--help" || a == "-h") {
@@ -256,23 +153,23 @@ bool parse_moe_bench_args(const std::vector<std::string>& args, MoeBenchOptions*
     } else if (a == "--quick") {
       o.quick = true;
     } else if (a == "--preset" || a == "--presets") {
-      if (need(&s)) parse_preset_list(s, &o.presets, &err);
+      if (r.value(&s)) parse_preset_list(s, &o.presets, &err);
     } else if (a == "--t") {
-      if (need(&s)) parse_t_list(s, &o.t_values, &err);
+      if (r.value(&s)) parse_count_list(s, "--t", &o.t_values, &err);
     } else if (a == "--mode") {
-      if (!need(&s)) break;
+      if (!r.value(&s)) break;
       if (s == "w4a16") o.mode = MoeBenchMode::kW4A16;
       else if (s == "w4a4") o.mode = MoeBenchMode::kW4A4;
       else if (s == "both") o.mode = MoeBenchMode::kBoth;
       else err = "--mode: '" + s + "' (w4a16, w4a4 or both)";
     } else if (a == "--routing") {
-      if (!need(&s)) break;
+      if (!r.value(&s)) break;
       if (s == "uniform") o.routing = MoeBenchRouting::kUniform;
       else if (s == "skewed") o.routing = MoeBenchRouting::kSkewed;
       else if (s == "both") o.routing = MoeBenchRouting::kBoth;
       else err = "--routing: '" + s + "' (uniform, skewed or both)";
     } else if (a == "--zipf") {
-      need_double(&o.zipf_s);
+      r.value_positive(&o.zipf_s);
     } else if (a == "--graph") {
       o.graph = true;
     } else if (a == "--no-baseline") {
@@ -280,31 +177,31 @@ bool parse_moe_bench_args(const std::vector<std::string>& args, MoeBenchOptions*
     } else if (a == "--no-check") {
       o.check = false;
     } else if (a == "--check-max-t") {
-      if (need_int(&iv, 0)) o.check_max_t = iv;
+      if (r.value_count(&iv, 0)) o.check_max_t = iv;
     } else if (a == "--no-reduced-check") {
       o.reduced_check = false;
     } else if (a == "--max-rel-err") {
-      need_double(&o.max_rel_err);
+      r.value_positive(&o.max_rel_err);
     } else if (a == "--csv") {
       o.csv = true;
     } else if (a == "--markdown") {
       o.markdown = true;
     } else if (a == "--output") {
-      need(&o.output);
+      r.value(&o.output);
     } else if (a == "--warmup") {
-      if (need_int(&iv, 0)) o.warmup = int(iv);
+      if (r.value_count(&iv, 0)) o.warmup = int(iv);
     } else if (a == "--reps") {
-      if (need_int(&iv, 1)) o.reps = int(iv);
+      if (r.value_count(&iv, 1)) o.reps = int(iv);
     } else if (a == "--target-ms") {
-      need_double(&o.target_ms);
+      r.value_positive(&o.target_ms);
     } else if (a == "--seed") {
-      if (need_int(&iv, 0)) o.seed = uint64_t(iv);
+      if (r.value_count(&iv, 0)) o.seed = uint64_t(iv);
     } else if (a == "--fc1-tactic" || a == "--fc2-tactic") {
       // -1 (heuristic) or a grouped tactic id; fused_moe reports ids it cannot run.
       std::string s;
-      if (need(&s)) {
+      if (r.value(&s)) {
         const bool neg = s == "-1";
-        if (!neg && (!parse_int(s, &iv) || iv >= gemm_impl::grouped_gemm_tactic_count())) {
+        if (!neg && (!parse_count(s, &iv) || iv >= gemm_impl::grouped_gemm_tactic_count())) {
           err = a + ": bad value '" + s + "' (-1 or 0.." + std::to_string(gemm_impl::grouped_gemm_tactic_count() - 1) + ")";
         } else {
           (a == "--fc1-tactic" ? o.fc1_tactic : o.fc2_tactic) = neg ? -1 : int(iv);
@@ -313,7 +210,7 @@ bool parse_moe_bench_args(const std::vector<std::string>& args, MoeBenchOptions*
     } else if (a == "--verbose" || a == "-v") {
       o.verbose = true;
     } else {
-      err = "unknown argument '" + args[i] + "'";
+      err = "unknown argument '" + r.raw() + "'";
     }
   }
   if (err.empty() && o.csv && o.markdown) err = "--csv and --markdown are exclusive";

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 namespace fp4kit::bench {
@@ -326,6 +327,124 @@ static Status write_file(const std::string& path, const std::string& content) {
 Status Table::write_csv(const std::string& path) const { return write_file(path, csv()); }
 Status Table::write_markdown(const std::string& path, const std::string& preamble) const {
   return write_file(path, preamble + (preamble.empty() ? "" : "\n") + markdown());
+}
+
+
+
+// ---- command-line parsing -------------------------------------------------------------------------
+bool parse_count(const std::string& s, int64_t* out) {
+  std::string t = s;
+  int64_t mult = 1;
+  if (!t.empty() && (t.back() == 'k' || t.back() == 'K')) {
+    mult = 1024;
+    t.pop_back();
+  }
+  if (t.empty() || t.size() > 12) return false;
+  for (char c : t) {
+    if (c < '0' || c > '9') return false;
+  }
+  *out = std::stoll(t) * mult;
+  return true;
+}
+
+std::vector<std::string> split_text(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+bool parse_count_list(const std::string& text, const std::string& option, std::vector<int64_t>* out,
+                      std::string* error) {
+  std::vector<int64_t> values;
+  for (const std::string& item : split_text(text, ',')) {
+    const std::vector<std::string> parts = split_text(item, ':');
+    int64_t a = 0, b = 0;
+    if (parts.size() == 1) {
+      if (!parse_count(parts[0], &a) || a <= 0) {
+        *error = option + ": bad value '" + item + "'";
+        return false;
+      }
+      values.push_back(a);
+      continue;
+    }
+    if (parts.size() > 3 || !parse_count(parts[0], &a) || !parse_count(parts[1], &b) || a <= 0 || b < a) {
+      *error = option + ": bad range '" + item + "' (START:STOP[:xF|:+S])";
+      return false;
+    }
+    const std::string step = parts.size() == 3 ? parts[2] : "+1";
+    int64_t f = 0;
+    if (step.size() < 2 || (step[0] != 'x' && step[0] != '+') || !parse_count(step.substr(1), &f) ||
+        (step[0] == 'x' ? f < 2 : f < 1)) {
+      *error = option + ": bad step '" + step + "' in '" + item + "' (xF with F >= 2, or +S)";
+      return false;
+    }
+    for (int64_t v = a; v <= b; v = step[0] == 'x' ? v * f : v + f) values.push_back(v);
+  }
+  out->clear();
+  for (int64_t v : values) {
+    if (std::find(out->begin(), out->end(), v) == out->end()) out->push_back(v);
+  }
+  return true;
+}
+
+bool OptionReader::next() {
+  if (!error.empty()) return false;
+  if (started_) ++i_;
+  started_ = true;
+  if (i_ >= args_.size()) return false;
+  name_ = args_[i_];
+  has_inline_ = false;
+  const auto eq = name_.find('=');
+  if (name_.rfind("--", 0) == 0 && eq != std::string::npos) {
+    inline_value_ = name_.substr(eq + 1);
+    name_ = name_.substr(0, eq);
+    has_inline_ = true;
+  }
+  return true;
+}
+
+bool OptionReader::value(std::string* v) {
+  if (has_inline_) {
+    *v = inline_value_;
+    return true;
+  }
+  if (i_ + 1 >= args_.size()) {
+    error = name_ + " needs a value";
+    return false;
+  }
+  *v = args_[++i_];
+  return true;
+}
+
+bool OptionReader::value_count(int64_t* v, int64_t lo) {
+  std::string s;
+  if (!value(&s)) return false;
+  if (!parse_count(s, v) || *v < lo) {
+    error = name_ + ": bad value '" + s + "'";
+    return false;
+  }
+  return true;
+}
+
+bool OptionReader::value_positive(double* v) {
+  std::string s;
+  if (!value(&s)) return false;
+  char* end = nullptr;
+  *v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !(*v > 0)) {
+    error = name_ + ": bad value '" + s + "'";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace fp4kit::bench

@@ -120,4 +120,33 @@ class Table {
 // printf-style formatting into a std::string.
 std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
+// ---- command-line parsing shared by the benchmarks' option parsers -----------------------------
+// A count: decimal digits with an optional k/K suffix (x1024), at most 12 digits.
+bool parse_count(const std::string& s, int64_t* out);
+// Splits at every `sep` (empty fields kept).
+std::vector<std::string> split_text(const std::string& s, char sep);
+// "1,16,128", ranges "1:16384:x2" (geometric) or "128:1024:+128" (arithmetic): positive values,
+// duplicates dropped, in order. Errors name `option` ("--m: bad range '...'").
+bool parse_count_list(const std::string& text, const std::string& option, std::vector<int64_t>* out,
+                      std::string* error);
+
+// Walks `--opt value` / `--opt=value` arguments; after the first error next() returns false.
+class OptionReader {
+ public:
+  explicit OptionReader(const std::vector<std::string>& args) : args_(args) {}
+  bool next();                                          // to the next argument; false at the end
+  const std::string& name() const { return name_; }     // "--opt" (without "=value")
+  const std::string& raw() const { return args_[i_]; }  // the argument as given
+  bool value(std::string* v);                           // the option's value
+  bool value_count(int64_t* v, int64_t lo);             // parse_count, >= lo
+  bool value_positive(double* v);                       // a number > 0
+  std::string error;
+
+ private:
+  const std::vector<std::string>& args_;
+  size_t i_ = 0;
+  bool started_ = false, has_inline_ = false;
+  std::string name_, inline_value_;
+};
+
 }  // namespace fp4kit::bench

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "fp4kit/types.h"
+#include "reference/parallel.h"
 
 namespace fp4kit::io {
 
@@ -24,8 +25,11 @@ int resolve_threads(int requested);
 
 // Calls body(begin, end) on disjoint chunks covering [0, n) with up to `threads` threads (the
 // calling thread is one of them). Chunks hold at least `grain` indices.
+// (The CPU reference's thread loop.)
 template <class Body>
-void parallel_rows(int64_t n, int64_t grain, int threads, const Body& body);
+void parallel_rows(int64_t n, int64_t grain, int threads, const Body& body) {
+  reference::detail::parallel_for(n, grain, threads, body);
+}
 
 // max |x| over `count` elements of a BF16/FP16/FP32 host tensor, NaNs ignored (0 when all are
 // zero or NaN), exact: equals the out_amax of reference::compute_global_scale.
@@ -39,46 +43,3 @@ void cpu_quantize_modelopt(const void* data, DType dtype, int64_t rows, int64_t 
 
 }  // namespace fp4kit::io
 
-// ---- implementation of parallel_rows ----------------------------------------------------------
-#include <algorithm>
-#include <atomic>
-#include <system_error>
-#include <thread>
-#include <vector>
-
-namespace fp4kit::io {
-
-template <class Body>
-void parallel_rows(int64_t n, int64_t grain, int threads, const Body& body) {
-  if (n <= 0) return;
-  grain = std::max<int64_t>(grain, 1);
-  const int64_t max_chunks = (n + grain - 1) / grain;
-  threads = int(std::min<int64_t>(std::max(threads, 1), max_chunks));
-  if (threads <= 1) {
-    body(int64_t(0), n);
-    return;
-  }
-  // About four chunks per thread, so that a slower (shared) core does not hold up the others.
-  const int64_t chunk = std::max(grain, (n + 4 * threads - 1) / (4 * threads));
-  std::atomic<int64_t> next{0};
-  auto worker = [&] {
-    for (;;) {
-      const int64_t begin = next.fetch_add(chunk);
-      if (begin >= n) return;
-      body(begin, std::min(n, begin + chunk));
-    }
-  };
-  std::vector<std::thread> pool;
-  pool.reserve(size_t(threads - 1));
-  for (int t = 1; t < threads; ++t) {
-    try {
-      pool.emplace_back(worker);
-    } catch (const std::system_error&) {
-      break;  // could not start another thread: the ones running do the work
-    }
-  }
-  worker();
-  for (auto& th : pool) th.join();
-}
-
-}  // namespace fp4kit::io

@@ -38,6 +38,13 @@ inline int chunk_warps(int64_t e_local) {
   return int(w < 1 ? 1 : (w > kPermuteWarps ? kPermuteWarps : w));
 }
 inline int64_t chunk_entries(int64_t e_local) { return int64_t(chunk_warps(e_local)) * kMaxSpan; }
+
+// Blocks of `threads` threads for `items` one-per-thread work items, at least 1, at most
+// max_blocks (the grid-stride kernels loop over the rest).
+inline int grid_for(int64_t items, int threads, int64_t max_blocks) {
+  const int64_t b = (items + threads - 1) / threads;
+  return int(b < 1 ? 1 : (b > max_blocks ? max_blocks : b));
+}
 inline int64_t chunk_count(int64_t rows, int64_t e_local) {
   const int64_t c = chunk_entries(e_local);
   return (rows + c - 1) / c;

@@ -370,11 +370,6 @@ struct GatherLauncher {
   }
 };
 
-int grid_for(int64_t items, int threads, int64_t max_blocks) {
-  const int64_t b = (items + threads - 1) / threads;
-  return int(std::max<int64_t>(1, std::min(b, max_blocks)));
-}
-
 }  // namespace
 
 Status launch_permute_gather_fused(const PermuteArgs& a, const GatherArgs& g, int sm_count, cudaStream_t stream) {

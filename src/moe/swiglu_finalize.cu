@@ -78,15 +78,10 @@ __global__ void __launch_bounds__(kThreads) finalize_kernel(FinalizeArgs f) {
   }
 }
 
-int grid_for(int64_t items, int64_t max_blocks) {
-  const int64_t b = (items + kThreads - 1) / kThreads;
-  return int(std::max<int64_t>(1, std::min(b, max_blocks)));
-}
-
 }  // namespace
 
 Status launch_swiglu(const SwigluArgs& s, int sm_count, cudaStream_t stream) {
-  const int blocks = grid_for(s.max_rows * (s.inter / 16), int64_t(sm_count) * 8);
+  const int blocks = grid_for(s.max_rows * (s.inter / 16), kThreads, int64_t(sm_count) * 8);
   if (s.bf16) {
     if (s.quantize) swiglu_kernel<true, true><<<blocks, kThreads, 0, stream>>>(s);
     else swiglu_kernel<true, false><<<blocks, kThreads, 0, stream>>>(s);
@@ -98,7 +93,7 @@ Status launch_swiglu(const SwigluArgs& s, int sm_count, cudaStream_t stream) {
 }
 
 Status launch_finalize(const FinalizeArgs& f, int sm_count, cudaStream_t stream) {
-  const int blocks = grid_for(f.tokens * (f.hidden / 8), int64_t(sm_count) * 8);
+  const int blocks = grid_for(f.tokens * (f.hidden / 8), kThreads, int64_t(sm_count) * 8);
   if (f.bf16) finalize_kernel<true><<<blocks, kThreads, 0, stream>>>(f);
   else finalize_kernel<false><<<blocks, kThreads, 0, stream>>>(f);
   return detail::last_launch_status("fused_moe: finalize_kernel");

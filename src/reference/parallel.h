@@ -17,20 +17,21 @@ inline int worker_count() {
   return hw == 0 ? 1 : int(hw);
 }
 
-// Calls body(begin, end) on disjoint chunks that together cover [0, n). A chunk holds at least
-// `grain` indices (the caller picks grain so a chunk is worth a thread); with one chunk, or one
-// hardware thread, the body runs on the calling thread. `body` must not throw.
+// Calls body(begin, end) on disjoint chunks that together cover [0, n), with up to `threads`
+// threads (the calling thread is one of them). A chunk holds at least `grain` indices (the caller
+// picks grain so a chunk is worth a thread); with one chunk, or one thread, the body runs on the
+// calling thread. `body` must not throw.
 template <class Body>
-void parallel_for(int64_t n, int64_t grain, const Body& body) {
+void parallel_for(int64_t n, int64_t grain, int threads, const Body& body) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t min_chunks = (n + grain - 1) / grain;
-  const int threads = int(std::min<int64_t>(worker_count(), min_chunks));
+  threads = int(std::min<int64_t>(std::max(threads, 1), min_chunks));
   if (threads <= 1) {
     body(int64_t(0), n);
     return;
   }
-  // About four chunks per thread, so that uneven chunks still balance.
+  // About four chunks per thread, so that uneven chunks (or a busy core) still balance.
   const int64_t chunk = std::max(grain, (n + 4 * threads - 1) / (4 * threads));
   std::atomic<int64_t> next{0};
   auto worker = [&] {
@@ -51,6 +52,12 @@ void parallel_for(int64_t n, int64_t grain, const Body& body) {
   }
   worker();
   for (auto& th : pool) th.join();
+}
+
+// The same with one thread per hardware thread.
+template <class Body>
+void parallel_for(int64_t n, int64_t grain, const Body& body) {
+  parallel_for(n, grain, worker_count(), body);
 }
 
 }  // namespace fp4kit::reference::detail

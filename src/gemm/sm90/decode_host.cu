@@ -1,6 +1,7 @@
 // Host side of the decode family: persistent grid size, fix-up workspace, launch.
 #include <algorithm>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "common/cuda_check.h"
@@ -54,28 +55,67 @@ int dp_warps_per_row_block(int64_t k_chunks) {
   return kw;
 }
 
-DecodeGeometry geometry(const Tactic& t, const GemmParams& p) {
-  const PrepackedShape s = prepacked_shape(p.n, p.k);
+// Geometry of one launch: `slots` copies of the n x k unit list (1 in dense mode), token tiles
+// covering `token_rows` rows, kernel `fn` (for its occupancy).
+DecodeGeometry decode_geometry(sm90::DecodeKernelFn fn, int nt, int rows, bool dp, int64_t n, int64_t k,
+                               int64_t token_rows, int64_t slots) {
   DecodeGeometry g;
-  g.row_blocks = (p.n + 16 * t.rows - 1) / (16 * t.rows);
-  g.token_groups = (p.m + t.nt * 8 - 1) / (t.nt * 8);
-  g.k_chunks = s.k_chunks;
-  g.units = g.row_blocks * g.k_chunks;
-  const int sms = device_info().available ? device_info().sm_count : 132;
-  const sm90::DecodeKernelFn fn = kernel_for(t, p);
-  const int64_t resident = int64_t(sms) * (fn ? ctas_per_sm(fn) : 1);
-  g.ctas = std::max<int64_t>(1, std::min(resident, (g.units + sm90::kDecodeWarps - 1) / sm90::kDecodeWarps));
-  g.warps = std::min(g.ctas * sm90::kDecodeWarps, g.units);
-  g.partial_floats = g.token_groups * g.warps * 2 * 32 * (t.rows * t.nt * 4);
-  g.counters = g.token_groups * g.row_blocks;
-  if (t.dp) {  // CTAs of 8 / kw row blocks; partial sums stay in shared memory
+  g.row_blocks = (n + 16 * rows - 1) / (16 * rows);
+  g.token_groups = std::max<int64_t>(1, (token_rows + nt * 8 - 1) / (nt * 8));
+  g.k_chunks = prepacked_shape(n, k).k_chunks;
+  g.units = slots * g.row_blocks * g.k_chunks;
+  if (dp) {  // per slot, CTAs of 8 / kw row blocks; partial sums stay in shared memory
     g.dp_kw = dp_warps_per_row_block(g.k_chunks);
-    g.ctas = (g.row_blocks + sm90::kDecodeWarps / g.dp_kw - 1) / (sm90::kDecodeWarps / g.dp_kw);
+    g.ctas = slots * ((g.row_blocks + sm90::kDecodeWarps / g.dp_kw - 1) / (sm90::kDecodeWarps / g.dp_kw));
     g.warps = g.ctas * sm90::kDecodeWarps;
     g.partial_floats = 0;
     g.counters = 0;
+    return g;
   }
+  const int sms = device_info().available ? device_info().sm_count : 132;
+  const int64_t resident = int64_t(sms) * (fn ? ctas_per_sm(fn) : 1);
+  g.ctas = std::max<int64_t>(1, std::min(resident, (g.units + sm90::kDecodeWarps - 1) / sm90::kDecodeWarps));
+  g.warps = std::min(g.ctas * sm90::kDecodeWarps, g.units);
+  g.partial_floats = g.token_groups * g.warps * 2 * 32 * (rows * nt * 4);
+  g.counters = g.token_groups * slots * g.row_blocks;
   return g;
+}
+
+DecodeGeometry geometry(const Tactic& t, const GemmParams& p) {
+  return decode_geometry(kernel_for(t, p), t.nt, t.rows, t.dp, p.n, p.k, p.m, 1);
+}
+
+// The argument fields both modes share; the workspace holds [partials][counters].
+sm90::DecodeGemmArgs decode_args(const DecodeGeometry& g, int64_t n, int64_t k, const void* a, int64_t lda,
+                                 const void* b_prepacked, const float* alpha, void* d, int64_t ldd,
+                                 void* workspace) {
+  sm90::DecodeGemmArgs x{};
+  x.n = int(n);
+  x.k = int(k);
+  x.a = a;
+  x.lda = lda ? lda : k;
+  x.b_codes = static_cast<const uint4*>(b_prepacked);
+  x.k_chunks = g.k_chunks;
+  x.row_blocks = g.row_blocks;
+  x.alpha = alpha;
+  x.d = d;
+  x.ldd = ldd ? ldd : n;
+  x.partials = static_cast<float*>(workspace);
+  x.counters = reinterpret_cast<int*>(x.partials + g.partial_floats);
+  x.slots = 1;
+  x.dp_kw = g.dp_kw;
+  return x;
+}
+
+// Clears the stream-K counters and launches. The kernel leaves the counters at zero; clearing them
+// here as well makes a workspace that was never initialized (or was used by an aborted launch)
+// safe. A memset node is graph-capturable.
+Status decode_run(sm90::DecodeKernelFn fn, const DecodeGeometry& g, const sm90::DecodeGemmArgs& a,
+                  cudaStream_t stream, const std::string& api, const std::string& tactic) {
+  if (g.counters > 0)
+    FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), (api + ": counter reset").c_str());
+  fn<<<dim3(unsigned(g.ctas), unsigned(g.token_groups)), sm90::kDecodeWarps * 32, 0, stream>>>(a);
+  return detail::cuda_status(cudaGetLastError(), (api + ": launch " + tactic).c_str());
 }
 
 }  // namespace
@@ -105,31 +145,11 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
   FP4KIT_RETURN_IF_ERROR(stage_activations(p, workspace, stream));
   workspace = static_cast<uint8_t*>(workspace) + staged_a_bytes(p_in);
   const PrepackedShape s = prepacked_shape(p.n, p.k);
-  sm90::DecodeGemmArgs a{};
+  sm90::DecodeGemmArgs a = decode_args(g, p.n, p.k, p.a, p.lda, p.b_prepacked, p.alpha, p.d, p.ldd, workspace);
   a.m = int(p.m);
-  a.n = int(p.n);
-  a.k = int(p.k);
-  a.a = p.a;
-  a.lda = p.lda ? p.lda : p.k;
-  a.b_codes = static_cast<const uint4*>(p.b_prepacked);
   a.b_scales = reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.b_prepacked) + s.code_bytes());
-  a.k_chunks = g.k_chunks;
-  a.row_blocks = g.row_blocks;
-  a.alpha = p.alpha;
   a.bias = p.bias;
-  a.d = p.d;
-  a.ldd = p.ldd ? p.ldd : p.n;
-  a.partials = static_cast<float*>(workspace);
-  a.counters = reinterpret_cast<int*>(a.partials + g.partial_floats);
-  a.slots = 1;
-  a.dp_kw = g.dp_kw;
-  // The kernel leaves the counters at zero; clearing them here as well makes a workspace that was
-  // never initialized (or was used by an aborted launch) safe. A memset node is graph-capturable.
-  if (g.counters > 0)
-    FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), "gemm: counter reset");
-  const sm90::DecodeKernelFn fn = kernel_for(t, p);
-  fn<<<dim3(unsigned(g.ctas), unsigned(g.token_groups)), sm90::kDecodeWarps * 32, 0, stream>>>(a);
-  return detail::cuda_status(cudaGetLastError(), ("gemm: launch " + t.name).c_str());
+  return decode_run(kernel_for(t, p), g, a, stream, "gemm", t.name);
 }
 
 // ---- grouped mode (gemm/grouped.h) ------------------------------------------------------------------
@@ -146,39 +166,19 @@ sm90::DecodeKernelFn grouped_kernel_for(const GroupedTactic& t, const GroupedGem
 
 // Slots: at most one per group and one per row (a group with rows is active), so the static unit
 // list covers every active group however the rows are distributed.
-DecodeGeometry grouped_geometry(const GroupedTactic& t, const GroupedGemmParams& p, int64_t* slots) {
-  const PrepackedShape s = prepacked_shape(p.n, p.k);
-  *slots = std::max<int64_t>(1, std::min(p.groups, p.max_rows));
-  DecodeGeometry g;
-  g.row_blocks = (p.n + 16 * t.rows - 1) / (16 * t.rows);
+int64_t grouped_slots(const GroupedGemmParams& p) { return std::max<int64_t>(1, std::min(p.groups, p.max_rows)); }
+
+DecodeGeometry grouped_geometry(const GroupedTactic& t, const GroupedGemmParams& p) {
   // max_group_rows == 0: unknown, any group may hold all rows.
   const int64_t group_rows = p.max_group_rows > 0 ? std::min(p.max_group_rows, p.max_rows) : p.max_rows;
-  g.token_groups = std::max<int64_t>(1, (group_rows + t.nt * 8 - 1) / (t.nt * 8));
-  g.k_chunks = s.k_chunks;
-  g.units = *slots * g.row_blocks * g.k_chunks;
-  const int sms = device_info().available ? device_info().sm_count : 132;
-  const sm90::DecodeKernelFn fn = grouped_kernel_for(t, p);
-  const int64_t resident = int64_t(sms) * (fn ? ctas_per_sm(fn) : 1);
-  g.ctas = std::max<int64_t>(1, std::min(resident, (g.units + sm90::kDecodeWarps - 1) / sm90::kDecodeWarps));
-  g.warps = std::min(g.ctas * sm90::kDecodeWarps, g.units);
-  g.partial_floats = g.token_groups * g.warps * 2 * 32 * (t.rows * t.nt * 4);
-  g.counters = g.token_groups * *slots * g.row_blocks;
-  if (t.dp) {  // per slot, CTAs of 8 / kw row blocks
-    g.dp_kw = dp_warps_per_row_block(g.k_chunks);
-    g.ctas = *slots * ((g.row_blocks + sm90::kDecodeWarps / g.dp_kw - 1) / (sm90::kDecodeWarps / g.dp_kw));
-    g.warps = g.ctas * sm90::kDecodeWarps;
-    g.partial_floats = 0;
-    g.counters = 0;
-  }
-  return g;
+  return decode_geometry(grouped_kernel_for(t, p), t.nt, t.rows, t.dp, p.n, p.k, group_rows, grouped_slots(p));
 }
 
 }  // namespace
 
 Status grouped_decode_can_implement(const GroupedTactic& t, const GroupedGemmParams& p) {
   if (!grouped_kernel_for(t, p)) return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": not instantiated");
-  int64_t slots = 0;
-  const DecodeGeometry g = grouped_geometry(t, p, &slots);
+  const DecodeGeometry g = grouped_geometry(t, p);
   if (g.token_groups > 65535)
     return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": too many token groups");
   if (t.dp && g.ctas >= (int64_t(1) << 31))
@@ -187,43 +187,22 @@ Status grouped_decode_can_implement(const GroupedTactic& t, const GroupedGemmPar
 }
 
 size_t grouped_decode_workspace_bytes(const GroupedTactic& t, const GroupedGemmParams& p) {
-  int64_t slots = 0;
-  const DecodeGeometry g = grouped_geometry(t, p, &slots);
+  const DecodeGeometry g = grouped_geometry(t, p);
   return size_t(g.partial_floats) * 4 + size_t(g.counters) * 4;
 }
 
 Status grouped_decode_launch(const GroupedTactic& t, const GroupedGemmParams& p, void* workspace, cudaStream_t stream) {
-  int64_t slots = 0;
-  const DecodeGeometry g = grouped_geometry(t, p, &slots);
+  const DecodeGeometry g = grouped_geometry(t, p);
   const PrepackedShape s = prepacked_shape(p.n, p.k);
-  sm90::DecodeGemmArgs a{};
-  a.m = 0;  // per group
-  a.n = int(p.n);
-  a.k = int(p.k);
-  a.a = p.a;
-  a.lda = p.lda ? p.lda : p.k;
-  a.b_codes = static_cast<const uint4*>(p.b_prepacked);
-  a.b_scales = nullptr;  // per group
-  a.k_chunks = g.k_chunks;
-  a.row_blocks = g.row_blocks;
-  a.alpha = p.alpha;
-  a.bias = nullptr;
-  a.d = p.d;
-  a.ldd = p.ldd ? p.ldd : p.n;
-  a.partials = static_cast<float*>(workspace);
-  a.counters = reinterpret_cast<int*>(a.partials + g.partial_floats);
-  a.slots = slots;
+  // m, the scale pointer and alpha are per group (group_view in the kernel); no bias.
+  sm90::DecodeGemmArgs a = decode_args(g, p.n, p.k, p.a, p.lda, p.b_prepacked, p.alpha, p.d, p.ldd, workspace);
+  a.slots = grouped_slots(p);
   a.offsets = p.offsets;
   a.active = p.active;
   a.num_active = p.num_active;
   a.group_bytes = s.bytes();
   a.code_bytes = s.code_bytes();
-  a.dp_kw = g.dp_kw;
-  if (g.counters > 0)
-    FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), "grouped gemm: counter reset");
-  const sm90::DecodeKernelFn fn = grouped_kernel_for(t, p);
-  fn<<<dim3(unsigned(g.ctas), unsigned(g.token_groups)), sm90::kDecodeWarps * 32, 0, stream>>>(a);
-  return detail::cuda_status(cudaGetLastError(), (std::string("grouped gemm: launch ") + t.name).c_str());
+  return decode_run(grouped_kernel_for(t, p), g, a, stream, "grouped gemm", t.name);
 }
 
 }  // namespace fp4kit::gemm_impl

@@ -57,6 +57,40 @@ Status encode(EncodeTiledFn fn, CUtensorMap* map, CUtensorMapDataType type, int 
   return Status::ok();
 }
 
+// TMA map of the activations [rows][lda] 16-bit, viewed as K x rows (K fastest); columns >= k
+// and rows >= `rows` read as 0.
+Status encode_activation_map(EncodeTiledFn fn, CUtensorMap* map, DType dtype, const void* a, int64_t k,
+                             int64_t rows, int64_t lda, int block_m) {
+  const cuuint64_t dims[2] = {cuuint64_t(k), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(lda) * 2};
+  const cuuint32_t box[2] = {64, cuuint32_t(block_m)};
+  const CUtensorMapDataType type =
+      dtype == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  return encode(fn, map, type, 2, a, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B, "A");
+}
+
+// TMA maps of prepacked weights: codes [row tile][k chunk][128 words] and scales [row tile][k
+// chunk][16 words]. groups == 0: one weight matrix (3D maps); else `groups` stacked matrices,
+// s.bytes() apart (4D maps, the group as the outer coordinate).
+Status encode_weight_maps(EncodeTiledFn fn, CUtensorMap* map_w, CUtensorMap* map_s, const void* b,
+                          const PrepackedShape& s, int64_t groups, int block_n) {
+  const int rank = groups > 0 ? 4 : 3;
+  const cuuint32_t tiles = cuuint32_t(block_n / kChunkRows);
+  {
+    const cuuint64_t dims[4] = {kChunkCodeBytes / 4, cuuint64_t(s.k_chunks), cuuint64_t(s.row_tiles), cuuint64_t(groups)};
+    const cuuint64_t strides[3] = {kChunkCodeBytes, cuuint64_t(s.k_chunks) * kChunkCodeBytes, cuuint64_t(s.bytes())};
+    const cuuint32_t box[4] = {kChunkCodeBytes / 4, 1, tiles, 1};
+    FP4KIT_RETURN_IF_ERROR(encode(fn, map_w, CU_TENSOR_MAP_DATA_TYPE_UINT32, rank, b, dims, strides, box,
+                                  CU_TENSOR_MAP_SWIZZLE_NONE, groups > 0 ? "grouped B codes" : "B codes"));
+  }
+  const cuuint64_t dims[4] = {kChunkScaleBytes / 4, cuuint64_t(s.k_chunks), cuuint64_t(s.row_tiles), cuuint64_t(groups)};
+  const cuuint64_t strides[3] = {kChunkScaleBytes, cuuint64_t(s.k_chunks) * kChunkScaleBytes, cuuint64_t(s.bytes())};
+  const cuuint32_t box[4] = {kChunkScaleBytes / 4, 1, tiles, 1};
+  const void* scales = static_cast<const uint8_t*>(b) + s.code_bytes();
+  return encode(fn, map_s, CU_TENSOR_MAP_DATA_TYPE_UINT32, rank, scales, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE,
+                groups > 0 ? "grouped B scales" : "B scales");
+}
+
 // Raises the dynamic shared memory limit of `fn` once per (device, kernel).
 Status ensure_smem(const sm90::WgmmaKernel& k) {
   static std::mutex mu;
@@ -101,31 +135,8 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   EncodeTiledFn fn = nullptr;
   FP4KIT_RETURN_IF_ERROR(encode_fn(&fn));
   CUtensorMap map_a, map_w, map_s;
-  {
-    // Activations [m][lda] 16-bit, viewed as K x M (K fastest); columns >= k and rows >= m read as 0.
-    const cuuint64_t dims[2] = {cuuint64_t(p.k), cuuint64_t(p.m)};
-    const cuuint64_t strides[1] = {cuuint64_t(lda) * 2};
-    const cuuint32_t box[2] = {64, cuuint32_t(t.block_m)};
-    const CUtensorMapDataType type =
-        p.a_dtype == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    FP4KIT_RETURN_IF_ERROR(encode(fn, &map_a, type, 2, p.a, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B, "A"));
-  }
-  {
-    // Prepacked codes: [row tile][k chunk][128 words]; scales: [row tile][k chunk][16 words].
-    const cuuint64_t dims[3] = {kChunkCodeBytes / 4, cuuint64_t(s.k_chunks), cuuint64_t(s.row_tiles)};
-    const cuuint64_t strides[2] = {kChunkCodeBytes, cuuint64_t(s.k_chunks) * kChunkCodeBytes};
-    const cuuint32_t box[3] = {kChunkCodeBytes / 4, 1, cuuint32_t(t.block_n / kChunkRows)};
-    FP4KIT_RETURN_IF_ERROR(encode(fn, &map_w, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, p.b_prepacked, dims, strides, box,
-                                  CU_TENSOR_MAP_SWIZZLE_NONE, "B codes"));
-  }
-  {
-    const cuuint64_t dims[3] = {kChunkScaleBytes / 4, cuuint64_t(s.k_chunks), cuuint64_t(s.row_tiles)};
-    const cuuint64_t strides[2] = {kChunkScaleBytes, cuuint64_t(s.k_chunks) * kChunkScaleBytes};
-    const cuuint32_t box[3] = {kChunkScaleBytes / 4, 1, cuuint32_t(t.block_n / kChunkRows)};
-    const void* scales = static_cast<const uint8_t*>(p.b_prepacked) + s.code_bytes();
-    FP4KIT_RETURN_IF_ERROR(encode(fn, &map_s, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, scales, dims, strides, box,
-                                  CU_TENSOR_MAP_SWIZZLE_NONE, "B scales"));
-  }
+  FP4KIT_RETURN_IF_ERROR(encode_activation_map(fn, &map_a, p.a_dtype, p.a, p.k, p.m, lda, t.block_m));
+  FP4KIT_RETURN_IF_ERROR(encode_weight_maps(fn, &map_w, &map_s, p.b_prepacked, s, 0, t.block_n));
 
   sm90::WgmmaGemmArgs a{};
   a.m = int(p.m);
@@ -175,31 +186,8 @@ Status grouped_wgmma_launch(const GroupedTactic& t, const GroupedGemmParams& p, 
   EncodeTiledFn fn = nullptr;
   FP4KIT_RETURN_IF_ERROR(encode_fn(&fn));
   CUtensorMap map_a, map_w, map_s;
-  {
-    const cuuint64_t dims[2] = {cuuint64_t(p.k), cuuint64_t(p.max_rows)};
-    const cuuint64_t strides[1] = {cuuint64_t(lda) * 2};
-    const cuuint32_t box[2] = {64, cuuint32_t(t.block_m)};
-    const CUtensorMapDataType type =
-        p.a_dtype == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    FP4KIT_RETURN_IF_ERROR(encode(fn, &map_a, type, 2, p.a, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B, "A"));
-  }
-  {
-    // Per group: [row tile][k chunk][128 words] codes, then [row tile][k chunk][16 words] scales;
-    // groups s.bytes() apart.
-    const cuuint64_t dims[4] = {kChunkCodeBytes / 4, cuuint64_t(s.k_chunks), cuuint64_t(s.row_tiles), cuuint64_t(p.groups)};
-    const cuuint64_t strides[3] = {kChunkCodeBytes, cuuint64_t(s.k_chunks) * kChunkCodeBytes, cuuint64_t(s.bytes())};
-    const cuuint32_t box[4] = {kChunkCodeBytes / 4, 1, cuuint32_t(t.block_n / kChunkRows), 1};
-    FP4KIT_RETURN_IF_ERROR(encode(fn, &map_w, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, p.b_prepacked, dims, strides, box,
-                                  CU_TENSOR_MAP_SWIZZLE_NONE, "grouped B codes"));
-  }
-  {
-    const cuuint64_t dims[4] = {kChunkScaleBytes / 4, cuuint64_t(s.k_chunks), cuuint64_t(s.row_tiles), cuuint64_t(p.groups)};
-    const cuuint64_t strides[3] = {kChunkScaleBytes, cuuint64_t(s.k_chunks) * kChunkScaleBytes, cuuint64_t(s.bytes())};
-    const cuuint32_t box[4] = {kChunkScaleBytes / 4, 1, cuuint32_t(t.block_n / kChunkRows), 1};
-    const void* scales = static_cast<const uint8_t*>(p.b_prepacked) + s.code_bytes();
-    FP4KIT_RETURN_IF_ERROR(encode(fn, &map_s, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, scales, dims, strides, box,
-                                  CU_TENSOR_MAP_SWIZZLE_NONE, "grouped B scales"));
-  }
+  FP4KIT_RETURN_IF_ERROR(encode_activation_map(fn, &map_a, p.a_dtype, p.a, p.k, p.max_rows, lda, t.block_m));
+  FP4KIT_RETURN_IF_ERROR(encode_weight_maps(fn, &map_w, &map_s, p.b_prepacked, s, p.groups, t.block_n));
   sm90::WgmmaGemmArgs a{};
   a.m = 0;
   a.n = int(p.n);
