@@ -1,32 +1,43 @@
 // prepack_weights: checkpoint NVFP4 layout -> the fragment-ordered layout of prepacked_layout.h.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <string>
+
 #include "common/cuda_check.h"
 #include "common/validate.h"
 #include "fp4kit/gemm.h"
 #include "fp4kit/layout.h"
+#include "gemm/prepack.h"
 #include "gemm/prepacked_layout.h"
 
 namespace fp4kit {
+namespace gemm_impl {
 namespace {
 
-// One thread per (chunk, lane): 16 code bytes (one 128-bit store) and, for lanes with c == 0,
-// the 8 scale bytes of its rows.
+// One thread per (matrix, chunk, lane): 16 code bytes (one 128-bit store) and, for lanes with
+// c == 0, the 8 scale bytes of its rows.
 __global__ void prepack_kernel(const uint8_t* __restrict__ codes, const uint8_t* __restrict__ scales,
-                               int scale_layout, int64_t n, int64_t k, gemm_impl::PrepackedShape shape,
-                               uint8_t* __restrict__ out, int* __restrict__ nan_flag) {
-  const int64_t total = shape.row_tiles * shape.k_chunks * 32;
+                               int scale_layout, int64_t n, int64_t k, PrepackedShape shape, int64_t count,
+                               int64_t code_stride, int64_t scale_stride, uint8_t* __restrict__ out,
+                               int* __restrict__ nan_flag) {
+  const int64_t per_matrix = shape.row_tiles * shape.k_chunks * 32;
+  const int64_t total = per_matrix * count;
   for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < total;
        idx += int64_t(gridDim.x) * blockDim.x) {
-    const int lane = int(idx & 31);
-    const int64_t chunk = idx >> 5;
+    const int64_t e = idx / per_matrix;
+    const int64_t rem = idx - e * per_matrix;
+    const int lane = int(rem & 31);
+    const int64_t chunk = rem >> 5;
     const int64_t t = chunk / shape.k_chunks, j = chunk % shape.k_chunks;
     uint32_t words[4];
     uint8_t sc[8];
-    if (!gemm_impl::prepack_lane(codes, scales, scale_layout, n, k, t, j, lane, words, sc)) atomicExch(nan_flag, 1);
-    reinterpret_cast<uint4*>(out)[idx] = make_uint4(words[0], words[1], words[2], words[3]);
+    if (!prepack_lane(codes + e * code_stride, scales + e * scale_stride, scale_layout, n, k, t, j, lane, words, sc))
+      atomicExch(nan_flag, 1);
+    uint8_t* out_e = out + e * shape.bytes();
+    reinterpret_cast<uint4*>(out_e)[rem] = make_uint4(words[0], words[1], words[2], words[3]);
     if ((lane & 3) == 0) {
-      uint8_t* dst = out + shape.code_bytes() + chunk * gemm_impl::kChunkScaleBytes + (lane >> 2) * 8;
+      uint8_t* dst = out_e + shape.code_bytes() + chunk * kChunkScaleBytes + (lane >> 2) * 8;
       uint2 v;
       v.x = sc[0] | (sc[1] << 8) | (sc[2] << 16) | (uint32_t(sc[3]) << 24);
       v.y = sc[4] | (sc[5] << 8) | (sc[6] << 16) | (uint32_t(sc[7]) << 24);
@@ -36,6 +47,36 @@ __global__ void prepack_kernel(const uint8_t* __restrict__ codes, const uint8_t*
 }
 
 }  // namespace
+
+Status prepack_batched(const uint8_t* codes, const uint8_t* scales, ScaleLayout scale_layout, int64_t n, int64_t k,
+                       int64_t count, int64_t code_stride, int64_t scale_stride, void* out, cudaStream_t stream,
+                       const char* api) {
+  const std::string name(api);
+  const PrepackedShape shape = prepacked_shape(n, k);
+  int* nan_flag = nullptr;
+  FP4KIT_CUDA_RETURN(cudaMallocAsync(&nan_flag, sizeof(int), stream), (name + ": cudaMallocAsync").c_str());
+  FP4KIT_CUDA_RETURN(cudaMemsetAsync(nan_flag, 0, sizeof(int), stream), (name + ": cudaMemsetAsync").c_str());
+  const int64_t threads = shape.row_tiles * shape.k_chunks * 32 * count;
+  const int block = 256;
+  const int grid = int(std::min<int64_t>((threads + block - 1) / block, 65535 * 4));
+  prepack_kernel<<<grid, block, 0, stream>>>(codes, scales, scale_layout == ScaleLayout::kLinear ? 0 : 1, n, k, shape,
+                                             count, code_stride, scale_stride, static_cast<uint8_t*>(out), nan_flag);
+  const Status launched = detail::last_launch_status((name + ": prepack_kernel").c_str());
+  int flag = 0;
+  const Status copied =
+      launched.is_ok() ? detail::cuda_status(cudaMemcpyAsync(&flag, nan_flag, sizeof(int), cudaMemcpyDeviceToHost, stream),
+                                             (name + ": cudaMemcpyAsync").c_str())
+                       : launched;
+  // The flag is freed whatever happened above (stream-ordered), then errors are reported.
+  const Status freed = detail::cuda_status(cudaFreeAsync(nan_flag, stream), (name + ": cudaFreeAsync").c_str());
+  FP4KIT_RETURN_IF_ERROR(copied);
+  FP4KIT_RETURN_IF_ERROR(freed);
+  FP4KIT_CUDA_RETURN(cudaStreamSynchronize(stream), (name + ": cudaStreamSynchronize").c_str());
+  if (flag) return Status(StatusCode::kInvalidArgument, name + ": a block scale is NaN (0x7F/0xFF)");
+  return Status::ok();
+}
+
+}  // namespace gemm_impl
 
 int64_t prepacked_weight_bytes(int64_t n, int64_t k) {
   if (n <= 0 || k <= 0) return 0;
@@ -58,25 +99,8 @@ Status prepack_weights(const WeightPrepackParams& p, cudaStream_t stream) {
       .buffer(p.out_bytes, prepacked_weight_bytes(p.n, p.k), "out");
   FP4KIT_RETURN_IF_ERROR(check.status());
   FP4KIT_RETURN_IF_ERROR(detail::require_device("prepack_weights"));
-
-  const gemm_impl::PrepackedShape shape = gemm_impl::prepacked_shape(p.n, p.k);
-  int* nan_flag = nullptr;
-  FP4KIT_CUDA_RETURN(cudaMallocAsync(&nan_flag, sizeof(int), stream), "prepack_weights: cudaMallocAsync");
-  FP4KIT_CUDA_RETURN(cudaMemsetAsync(nan_flag, 0, sizeof(int), stream), "prepack_weights: cudaMemsetAsync");
-  const int64_t threads = shape.row_tiles * shape.k_chunks * 32;
-  const int block = 256;
-  const int grid = int(std::min<int64_t>((threads + block - 1) / block, 65535 * 4));
-  prepack_kernel<<<grid, block, 0, stream>>>(p.codes, p.scales,
-                                             p.scale_layout == ScaleLayout::kLinear ? 0 : 1, p.n, p.k,
-                                             shape, static_cast<uint8_t*>(p.out), nan_flag);
-  FP4KIT_RETURN_IF_ERROR(detail::last_launch_status("prepack_kernel"));
-  int flag = 0;
-  FP4KIT_CUDA_RETURN(cudaMemcpyAsync(&flag, nan_flag, sizeof(int), cudaMemcpyDeviceToHost, stream),
-                     "prepack_weights: cudaMemcpyAsync");
-  FP4KIT_CUDA_RETURN(cudaFreeAsync(nan_flag, stream), "prepack_weights: cudaFreeAsync");
-  FP4KIT_CUDA_RETURN(cudaStreamSynchronize(stream), "prepack_weights: cudaStreamSynchronize");
-  if (flag) return Status(StatusCode::kInvalidArgument, "prepack_weights: a block scale is NaN (0x7F/0xFF)");
-  return Status::ok();
+  return gemm_impl::prepack_batched(p.codes, p.scales, p.scale_layout, p.n, p.k, 1, 0, 0, p.out, stream,
+                                    "prepack_weights");
 }
 
 }  // namespace fp4kit
