@@ -1,6 +1,7 @@
 // The fp4kit executable end to end: exit codes, one-line errors, the CPU demo on a small shape.
 // Skipped when the CLI was not built (FP4KIT_CLI_PATH comes from tools/CMakeLists.txt).
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -30,7 +31,9 @@ const char* cli_path() { return ""; }
 
 Result run_cli(const std::string& args) {
   const std::string dir = ::testing::TempDir();
-  const std::string out = dir + "fp4kit_cli_test.out", err = dir + "fp4kit_cli_test.err";
+  // Per-process names: ctest runs the tests of this file as parallel processes.
+  const std::string base = dir + "fp4kit_cli_test." + std::to_string(::getpid());
+  const std::string out = base + ".out", err = base + ".err";
   const std::string cmd = std::string("'") + cli_path() + "' " + args + " >'" + out + "' 2>'" + err + "' </dev/null";
   const int status = std::system(cmd.c_str());
   Result r;
@@ -108,6 +111,19 @@ TEST_F(Cli, BenchForwardsOrSaysNotBuilt) {
     EXPECT_EQ(bad.code, 2) << bad.err;
     EXPECT_TRUE(one_error_line(bad.err)) << bad.err;
   }
+}
+
+// `tune --moe` checks its inputs before looking for a GPU: one error line, exit 1, on any machine.
+TEST_F(Cli, TuneMoeUsageErrors) {
+  for (const char* args : {"tune --moe no-such-layer", "tune --moe 2048x256x8x500", "tune --moe mixtral-8x7b --ep 3",
+                           "tune --moe fi-32 --model llama3.1-8b", "tune --m 1 --shapes 4096x4096 --t 16",
+                           "tune --moe fi-32 --t 0", "tune --moe fi-32 --mode w8a8"}) {
+    const Result r = run_cli(args);
+    EXPECT_EQ(r.code, 1) << args << "\n" << r.err;
+    EXPECT_TRUE(one_error_line(r.err)) << args << "\n" << r.err;
+  }
+  const Result r = run_cli("tune --moe no-such-layer");
+  EXPECT_NE(r.err.find("qwen3.6-35b-a3b"), std::string::npos) << r.err;  // lists bench moe's presets
 }
 
 }  // namespace
