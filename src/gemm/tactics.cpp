@@ -51,6 +51,20 @@ const std::vector<Tactic>& tactic_table() {
                std::to_string(x.unroll);
       t.push_back(x);
     }
+    // Small token tiles of the wgmma family (wgmma N = 16, 32; split-K when the tiles do not fill
+    // the SMs), appended after the dp variants for the same reason.
+    const int small_wgmma_configs[][3] = {{128, 16, 8}, {128, 32, 8}, {256, 16, 8}, {256, 32, 8}};
+    for (const auto& c : small_wgmma_configs) {
+      Tactic x;
+      x.id = id++;
+      x.family = Family::kWgmma;
+      x.block_n = c[0];
+      x.block_m = c[1];
+      x.stages = c[2];
+      x.name = "wgmma_w4a16_" + std::to_string(x.block_n) + "x" + std::to_string(x.block_m) + "_s" +
+               std::to_string(x.stages);
+      t.push_back(x);
+    }
     return t;
   }();
   return table;
@@ -124,7 +138,44 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   return decode_dp_id(1, r32 ? 2 : 1, 4);
 }
 
+int64_t wgmma_k_splits(int64_t tiles, int64_t k_chunks, int sms) {
+  const int64_t cap = std::clamp<int64_t>(k_chunks / 4, 1, 16);
+  return std::clamp<int64_t>(int64_t(sms > 0 ? sms : 132) / std::max<int64_t>(tiles, 1), 1, cap);
+}
+
+// Chunks of K per split-K unit of a dense wgmma tile choice.
+static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sms) {
+  const int64_t tiles = ((p.n + bn - 1) / bn) * ((p.m + bm - 1) / bm);
+  const int64_t k_chunks = (p.k + 63) / 64;
+  return k_chunks / wgmma_k_splits(tiles, k_chunks, sms);
+}
+
+// 9..128 tokens, where the weight stream (not the MMA) bounds the time: the wgmma family with
+// token tiles no larger than needed and split-K to fill the SMs. Rules from H100, W4A16, bench gemm
+// --tactic all over the six bench shapes (docs/PERF.md, session 3):
+//  *  9..32: token tile 16 or 32 (8192x28672 M=16: 63.3 us vs 89.1 for the dp decode tile; M=32:
+//     71.9 vs 91.7 for 128x64); 256 weight rows (two slabs per warp, more loads in flight) when
+//     the split K ranges stay long (>= 64 chunks), else 128 (short ranges pay for the split-K
+//     partials and an unfilled pipeline: 4096x4096 M=16 16.8 vs 14.2 us).
+//  * 33..64: 128x64, or 128x32 when 128x64 would cut K into ranges shorter than 48 chunks
+//    (4096x4096 M=64: 20.2 vs 24.2 us).
+//  * 65..128: 128x128 when its split K ranges stay >= 128 chunks (8192x28672: 121.7 vs 156.2 us
+//    for 128x64), else the full-wave model (wgmma_heuristic).
+// M <= 8 stays on the dp decode family (8192x28672 M=1: 57.5 us vs 69.6 for the best wgmma tile).
+static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
+  if (p.m <= 8 || p.m > 128) return -1;
+  if (p.m <= 32) {
+    const int bm = p.m <= 16 ? 16 : 32;
+    const int bn = wgmma_chunks_per_unit(p, 256, bm, sms) >= 64 ? 256 : 128;
+    return wgmma_id(bn, bm, 8);
+  }
+  if (p.m <= 64) return wgmma_chunks_per_unit(p, 128, 64, sms) >= 48 ? wgmma_id(128, 64, 6) : wgmma_id(128, 32, 8);
+  if (wgmma_chunks_per_unit(p, 128, 128, sms) >= 128 && (p.n + 127) / 128 * 2 <= sms) return wgmma_id(128, 128, 4);
+  return -1;
+}
+
 int heuristic_tactic(const GemmParams& p, int sm_count) {
+  if (const int id = small_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   // H100 measurements (docs/PERF.md): the decode family wins up to 16 tokens; above that the
   // wgmma family's 128x64 tile already beats the decode family's 32-token tiles. (W4A4 decodes A
   // into the workspace first in both families, so it follows the same rule.)

@@ -35,6 +35,11 @@ Status can_implement(const Tactic& t, const GemmParams& p);
 size_t workspace_bytes(const Tactic& t, const GemmParams& p);
 Status launch(const Tactic& t, const GemmParams& p, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
+// Split-K factor of a dense wgmma launch with `tiles` output tiles over `k_chunks` 64-K chunks:
+// about one wave of (tile, split) units on `sms` SMs, each split >= 4 chunks, at most 16; 1 when
+// the tiles already fill the SMs (sm90/wgmma_kernel.cuh).
+int64_t wgmma_k_splits(int64_t tiles, int64_t k_chunks, int sms);
+
 // Shape heuristic used for tactic = -1 until a tuned entry exists.
 int heuristic_tactic(const GemmParams& p, int sm_count);
 // The data-parallel decode tactic for m tokens over `rows` weight rows of depth k, or -1 when

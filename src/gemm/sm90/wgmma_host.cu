@@ -109,6 +109,26 @@ Status ensure_smem(const sm90::WgmmaKernel& k) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Split-K geometry of a dense launch (wgmma_kernel.cuh; the factor: wgmma_k_splits in tactics.h).
+struct WgSplit {
+  int64_t tiles, k_splits;
+  size_t partial_bytes, counter_bytes;
+};
+
+WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
+  const int sms = device_info().available ? device_info().sm_count : 132;
+  WgSplit w;
+  w.tiles = ceil_div(p.n, t.block_n) * ceil_div(p.m, t.block_m);
+  w.k_splits = wgmma_k_splits(w.tiles, prepacked_shape(p.n, p.k).k_chunks, sms);
+  const int64_t per_unit = 256 * (t.block_n / 128) * (t.block_m / 2);  // floats per unit
+  w.partial_bytes = w.k_splits > 1 ? size_t(w.tiles * w.k_splits * per_unit) * 4 : 0;
+  w.counter_bytes = w.k_splits > 1 ? size_t(w.tiles) * 4 : 0;
+  return w;
+}
+
+// Staged activations first (W4A4), then the split-K partials (16-byte aligned), then counters.
+size_t staged_bytes_aligned(const GemmParams& p) { return (staged_a_bytes(p) + 255) / 256 * 256; }
+
 }  // namespace
 
 Status wgmma_can_implement(const Tactic& t, const GemmParams& p) {
@@ -122,7 +142,11 @@ Status wgmma_can_implement(const Tactic& t, const GemmParams& p) {
   return Status::ok();
 }
 
-size_t wgmma_workspace_bytes(const Tactic&, const GemmParams& p) { return staged_a_bytes(p); }
+size_t wgmma_workspace_bytes(const Tactic& t, const GemmParams& p) {
+  const WgSplit w = wgmma_split(t, p);
+  if (w.k_splits == 1) return staged_a_bytes(p);
+  return staged_bytes_aligned(p) + w.partial_bytes + w.counter_bytes;
+}
 
 Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, size_t, cudaStream_t stream) {
   const sm90::WgmmaKernel k = kernel_for(t, p_in);
@@ -149,10 +173,19 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   a.bias = p.bias;
   a.d = p.d;
   a.ldd = p.ldd ? p.ldd : p.n;
+  const WgSplit split = wgmma_split(t, p);
+  a.k_splits = int(split.k_splits);
+  if (split.k_splits > 1) {
+    uint8_t* ws = static_cast<uint8_t*>(workspace) + staged_bytes_aligned(p_in);
+    a.partials = reinterpret_cast<float*>(ws);
+    a.counters = reinterpret_cast<int*>(ws + split.partial_bytes);
+    // The kernel leaves the counters at zero; clearing them here too makes a fresh workspace safe.
+    FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, split.counter_bytes, stream), "gemm: split-K counter reset");
+  }
 
   FP4KIT_RETURN_IF_ERROR(ensure_smem(k));
   const int sms = device_info().available ? device_info().sm_count : 132;
-  const int grid = std::max(1, std::min(a.num_tiles, sms));
+  const int grid = int(std::max<int64_t>(1, std::min<int64_t>(int64_t(a.num_tiles) * a.k_splits, sms)));
   k.fn<<<grid, sm90::kWgThreads, k.smem_bytes, stream>>>(map_a, map_w, map_s, a);
   return detail::cuda_status(cudaGetLastError(), ("gemm: launch " + t.name).c_str());
 }
@@ -201,6 +234,7 @@ Status grouped_wgmma_launch(const GroupedTactic& t, const GroupedGemmParams& p, 
   a.ldd = p.ldd ? p.ldd : p.n;
   a.offsets = p.offsets;
   a.groups = int(p.groups);
+  a.k_splits = 1;
   FP4KIT_RETURN_IF_ERROR(ensure_smem(k));
   const int sms = device_info().available ? device_info().sm_count : 132;
   // Persistent: one CTA per SM, or fewer when even the most tiles possible would not fill them.

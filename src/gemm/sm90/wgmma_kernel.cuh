@@ -18,7 +18,15 @@
 //    decodes them exactly to BF16/FP16 (fragment_decode.cuh). Stage k+1 is decoded while the
 //    wgmmas of stage k run (two register sets), then the stage's smem is released.
 //  * Epilogue straight from the accumulators: acc * 2^7 * alpha + bias in FP32, narrowed, masked
-//    stores of D[token][row]. No split-K: outputs are deterministic.
+//    stores of D[token][row].
+//  * Split-K (dense mode, when there are fewer tiles than SMs: small M on narrow layers): work unit
+//    = (tile, split), split s covering k chunks [s*nk/ks, (s+1)*nk/ks). Each unit writes its FP32
+//    accumulators to the workspace; the last of a tile's units to finish (atomic counter) sums all
+//    ks partials in split order 0..ks-1 and runs the epilogue, so the result is bit-identical run
+//    to run whatever order the units finish in. The counter is left at zero for the next launch.
+//  * Small token tiles (BM = 8, 16, 32: wgmma N) serve decode-sized M: the weights still stream
+//    through the TMA pipeline and are decoded once per stage, and the tensor cores do no padded work
+//    beyond BM tokens.
 #pragma once
 
 #include <cuda.h>
@@ -52,6 +60,11 @@ struct WgmmaGemmArgs {
   // weights are slice g of the 4D tensor maps; tiles are enumerated group by group.
   const int* offsets;
   int groups;
+  // Split-K (dense mode only; 1 = off): partials [num_tiles * k_splits][256 consumer threads]
+  // [slabs * BM/2] FP32, counters [num_tiles], zero before the launch and left zero after it.
+  int k_splits;
+  float* partials;
+  int* counters;
 };
 
 constexpr int kWgMaxGroups = 1024;  // grouped mode: tile prefix sums live in shared memory
@@ -59,7 +72,8 @@ constexpr int kWgMaxGroups = 1024;  // grouped mode: tile prefix sums live in sh
 template <int BN, int BM, int S>
 struct WgCfg {
   static_assert(BN == 128 || BN == 256, "BN: 128 or 256 weight rows");
-  static_assert(BM == 64 || BM == 128 || BM == 256, "BM: 64, 128 or 256 tokens");
+  static_assert(BM == 8 || BM == 16 || BM == 32 || BM == 64 || BM == 128 || BM == 256,
+                "BM: 8, 16, 32, 64, 128 or 256 tokens");
   static constexpr int kSlabs = BN / 128;        // m64 slabs per consumer warpgroup
   static constexpr int kAcc = BM / 2;            // accumulator floats per thread per slab
   static_assert(kSlabs * kAcc <= 128, "accumulators must fit in registers");
@@ -154,9 +168,15 @@ struct GmmaRS;
   struct GmmaRS<TYPE, N> {                                                                        \
     using Op = cute::SM90::GMMA::OP<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;     \
   };
+FP4KIT_GMMA_RS(__nv_bfloat16, 8, MMA_64x8x16_F32BF16BF16_RS)
+FP4KIT_GMMA_RS(__nv_bfloat16, 16, MMA_64x16x16_F32BF16BF16_RS)
+FP4KIT_GMMA_RS(__nv_bfloat16, 32, MMA_64x32x16_F32BF16BF16_RS)
 FP4KIT_GMMA_RS(__nv_bfloat16, 64, MMA_64x64x16_F32BF16BF16_RS)
 FP4KIT_GMMA_RS(__nv_bfloat16, 128, MMA_64x128x16_F32BF16BF16_RS)
 FP4KIT_GMMA_RS(__nv_bfloat16, 256, MMA_64x256x16_F32BF16BF16_RS)
+FP4KIT_GMMA_RS(__half, 8, MMA_64x8x16_F32F16F16_RS)
+FP4KIT_GMMA_RS(__half, 16, MMA_64x16x16_F32F16F16_RS)
+FP4KIT_GMMA_RS(__half, 32, MMA_64x32x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 64, MMA_64x64x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 128, MMA_64x128x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 256, MMA_64x256x16_F32F16F16_RS)
@@ -257,6 +277,22 @@ __device__ __forceinline__ void wg_group_prefix(const WgmmaGemmArgs& args, const
   }
 }
 
+// Work unit u -> (tile, k chunk range): split-K units of one tile are consecutive.
+struct WgUnit {
+  int tile, split, kb_begin, kb_end;
+};
+__device__ __forceinline__ WgUnit wg_unit(int u, int k_splits, int k_chunks) {
+  WgUnit w;
+  w.tile = u / k_splits;
+  w.split = u - w.tile * k_splits;
+  w.kb_begin = int(int64_t(w.split) * k_chunks / k_splits);
+  w.kb_end = int(int64_t(w.split + 1) * k_chunks / k_splits);
+  return w;
+}
+
+// Barrier of the two consumer warpgroups only (id 1; __syncthreads uses 0).
+__device__ __forceinline__ void consumer_barrier() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
+
 // ---- kernel ------------------------------------------------------------------------------------------
 // T: activation / operand type (bf16 or half); D and bias are T as well (W4A16).
 template <typename T, int BN, int BM, int S, bool G = false>
@@ -296,6 +332,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   }
   __syncthreads();
   const int num_tiles = G ? prefix[args.groups] : args.num_tiles;
+  const int k_splits = G ? 1 : args.k_splits;
+  const int num_units = num_tiles * k_splits;
 
   if (warp < 4) {
     // ---------------- producer warpgroup ----------------
@@ -303,11 +341,12 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     if (warp == 0 && lane == 0) {
       int stage = 0;
       uint32_t phase = 0;
-      for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-        const WgTile x = wg_tile<G, BM>(args, prefix, offsets, tile);
+      for (int u = blockIdx.x; u < num_units; u += gridDim.x) {
+        const WgUnit wu = wg_unit(u, k_splits, args.k_chunks);
+        const WgTile x = wg_tile<G, BM>(args, prefix, offsets, wu.tile);
         const int row_tile0 = x.nt * (BN / 16);
         const int tok0 = x.row0 + x.mt * BM;
-        for (int kb = 0; kb < args.k_chunks; ++kb) {
+        for (int kb = wu.kb_begin; kb < wu.kb_end; ++kb) {
           mbar_wait(empty_bar + 8 * stage, phase ^ 1u);
           const uint32_t fb = full_bar + 8 * stage;
           mbar_arrive_expect_tx(fb, Cfg::kStageTx);
@@ -389,19 +428,59 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       if (lane == 0) mbar_arrive(empty_bar + 8 * cur_stage);
     };
 
-    for (int tile = blockIdx.x; tile < num_tiles; tile += gridDim.x) {
-      const WgTile x = wg_tile<G, BM>(args, prefix, offsets, tile);
+    __shared__ int last_unit;  // split-K: this CTA finishes the tile
+    for (int u = blockIdx.x; u < num_units; u += gridDim.x) {
+      const WgUnit wu = wg_unit(u, k_splits, args.k_chunks);
+      const WgTile x = wg_tile<G, BM>(args, prefix, offsets, wu.tile);
       const int nt = x.nt, mt = x.mt;
 #pragma unroll
       for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) acc[sl][i] = 0.0f;
 
-      const int nk = args.k_chunks;
+      const int nk = wu.kb_end - wu.kb_begin;  // >= 1: the host keeps k_splits <= k_chunks
       load_decode(fa0, stage, phase);
       for (int kb = 0; kb < nk; kb += 2) {
         step(fa0, fa1, kb + 1 < nk);
         if (kb + 1 < nk) step(fa1, fa0, kb + 2 < nk);
+      }
+
+      if (!G && k_splits > 1) {
+        // Publish this split's accumulators; the last split to arrive reduces all of them in order.
+        static_assert(kAcc % 4 == 0, "float4 partials");
+        const int ct = threadIdx.x - 128;  // consumer thread 0..255
+        constexpr int kPer = kSlabs * kAcc;
+        float* mine = args.partials + (int64_t(u) * 256 + ct) * kPer;
+#pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl)
+#pragma unroll
+          for (int i = 0; i < kAcc; i += 4)
+            __stcg(reinterpret_cast<float4*>(mine + sl * kAcc + i),
+                   make_float4(acc[sl][i], acc[sl][i + 1], acc[sl][i + 2], acc[sl][i + 3]));
+        __threadfence();
+        consumer_barrier();
+        if (ct == 0) last_unit = atomicAdd(args.counters + wu.tile, 1) == k_splits - 1;
+        consumer_barrier();
+        if (!last_unit) continue;
+        __threadfence();
+#pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl)
+#pragma unroll
+          for (int i = 0; i < kAcc; ++i) acc[sl][i] = 0.0f;
+        for (int sp = 0; sp < k_splits; ++sp) {
+          const float* p = args.partials + ((int64_t(wu.tile) * k_splits + sp) * 256 + ct) * kPer;
+#pragma unroll
+          for (int sl = 0; sl < kSlabs; ++sl)
+#pragma unroll
+            for (int i = 0; i < kAcc; i += 4) {
+              const float4 v = __ldcg(reinterpret_cast<const float4*>(p + sl * kAcc + i));
+              acc[sl][i] += v.x;
+              acc[sl][i + 1] += v.y;
+              acc[sl][i + 2] += v.z;
+              acc[sl][i + 3] += v.w;
+            }
+        }
+        if (ct == 0) args.counters[wu.tile] = 0;  // ready for the next launch
       }
 
       // Epilogue: acc[sl][4i + 2h + e] is row (slab row 16 wwarp + g + 8h), token 8i + 2c + e.

@@ -23,6 +23,10 @@ WgmmaKernel wgmma_kernel_instance() {
 
 // Every instantiated configuration: X(BN, BM, S). One TU per (type, BN, BM) holds all its S.
 #define FP4KIT_WGMMA_CONFIGS(X) \
+  X(128, 16, 8)                 \
+  X(128, 32, 8)                 \
+  X(256, 16, 8)                 \
+  X(256, 32, 8)                 \
   X(128, 64, 6)                 \
   X(128, 128, 4)                \
   X(128, 128, 6)                \

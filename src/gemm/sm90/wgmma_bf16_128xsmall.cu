@@ -1,0 +1,7 @@
+// Large-M family instantiations: operand __nv_bfloat16, small token tiles 128x16 and 128x32 (decode-sized M).
+#include "gemm/sm90/wgmma_launch.cuh"
+
+namespace fp4kit::gemm_impl::sm90 {
+template WgmmaKernel wgmma_kernel_instance<__nv_bfloat16, 128, 16, 8>();
+template WgmmaKernel wgmma_kernel_instance<__nv_bfloat16, 128, 32, 8>();
+}  // namespace fp4kit::gemm_impl::sm90

@@ -1,0 +1,53 @@
+// The dense GEMM heuristic and the wgmma split-K rule (CPU only: pure functions of the shape and
+// the SM count; the H100 measurements behind them are in docs/PERF.md, session 3).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gemm/tactics.h"
+
+namespace fp4kit::gemm_impl {
+namespace {
+
+constexpr int kSms = 132;
+
+std::string pick(int64_t m, int64_t n, int64_t k) {
+  GemmParams p;
+  p.m = m, p.n = n, p.k = k;
+  const Tactic* t = find_tactic(heuristic_tactic(p, kSms));
+  return t ? t->name : "none";
+}
+
+TEST(WgmmaSplitK, OneWaveOfUnitsWithLongEnoughRanges) {
+  EXPECT_EQ(wgmma_k_splits(64, 448, kSms), 2);   // 8192x28672 on 128-row tiles
+  EXPECT_EQ(wgmma_k_splits(224, 64, kSms), 1);   // the tiles already fill the SMs
+  EXPECT_EQ(wgmma_k_splits(1, 65, kSms), 16);    // capped at 16
+  EXPECT_EQ(wgmma_k_splits(1, 40, kSms), 10);    // every range >= 4 chunks
+  EXPECT_EQ(wgmma_k_splits(1, 3, kSms), 1);      // too short to split
+  EXPECT_EQ(wgmma_k_splits(16, 64, kSms), 8);
+}
+
+TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
+  // M <= 8: data-parallel decode.
+  EXPECT_EQ(pick(1, 8192, 28672).rfind("decode_dp_", 0), 0u) << pick(1, 8192, 28672);
+  EXPECT_EQ(pick(8, 4096, 4096).rfind("decode_", 0), 0u) << pick(8, 4096, 4096);
+  // 9..32: small token tiles; 256 rows when the K ranges stay long.
+  EXPECT_EQ(pick(16, 8192, 28672), "wgmma_w4a16_256x16_s8");
+  EXPECT_EQ(pick(12, 8192, 8192), "wgmma_w4a16_128x16_s8");
+  EXPECT_EQ(pick(32, 28672, 4096), "wgmma_w4a16_256x32_s8");
+  EXPECT_EQ(pick(17, 4096, 4096), "wgmma_w4a16_128x32_s8");
+  // 33..64: 128x64 unless its split K ranges get short.
+  EXPECT_EQ(pick(64, 8192, 28672), "wgmma_w4a16_128x64_s6");
+  EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");
+  // 65..128: 128x128 with split-K on long K, else the full-wave model.
+  EXPECT_EQ(pick(128, 8192, 28672), "wgmma_w4a16_128x128_s4");
+  EXPECT_EQ(pick(128, 28672, 4096), "wgmma_w4a16_256x128_s4");
+  // Large M: full-wave tiles, no small ones.
+  const std::string big = pick(4096, 8192, 8192);
+  EXPECT_EQ(big.rfind("wgmma_", 0), 0u) << big;
+  EXPECT_EQ(big.find("x16_"), std::string::npos) << big;
+  EXPECT_EQ(big.find("x32_"), std::string::npos) << big;
+}
+
+}  // namespace
+}  // namespace fp4kit::gemm_impl
