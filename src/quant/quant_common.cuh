@@ -24,6 +24,14 @@ __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;"
 __device__ __forceinline__ void pdl_launch_dependents() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
+// Start of a persistent kernel: wait for the previous grid, then let the next one launch at once.
+// Every CTA of a persistent grid is resident from the start, so the dependents' CTAs only take
+// resources as ours retire, and they wait (griddepcontrol.wait) for this grid's completion and
+// memory flush before touching memory: their launch latency and prologue overlap our tail.
+__device__ __forceinline__ void pdl_begin_persistent() {
+  pdl_wait();
+  pdl_launch_dependents();
+}
 
 // ---- memory -------------------------------------------------------------------------------------
 // Loads of data read once (ld.global.cs: evict-first). Plain loads, not volatile asm: the compiler

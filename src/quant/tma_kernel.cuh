@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kTmaThreads) quantize_tma_kernel(const __grid_
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
-  pdl_wait();
+  pdl_begin_persistent();
 
   if (warp == kTmaConsumerWarps) {
     // Producer: one lane issues every copy.
@@ -153,7 +153,6 @@ __global__ void __launch_bounds__(kTmaThreads) quantize_tma_kernel(const __grid_
     zero_scale_padding(p.out.sg, p.out.scales, int64_t(blockIdx.x) * (32 * kTmaConsumerWarps) + c,
                        int64_t(gridDim.x) * (32 * kTmaConsumerWarps));
   }
-  pdl_launch_dependents();
 }
 
 }  // namespace fp4kit::quant

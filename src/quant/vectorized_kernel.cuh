@@ -211,7 +211,7 @@ __device__ __forceinline__ void vectorized_loop(const VecKernelParams& p, int64_
 
 template <DType kIn, BlockFormat kFormat, QuantNumerics kMode, bool kVec>
 __global__ void __launch_bounds__(kVecThreads) quantize_vectorized_kernel(const VecKernelParams p) {
-  pdl_wait();
+  pdl_begin_persistent();
   const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t first = 2 * tid;  // flat index of the first item of this thread's first pair
   const int64_t row = first / p.items_per_row;
@@ -226,7 +226,6 @@ __global__ void __launch_bounds__(kVecThreads) quantize_vectorized_kernel(const 
     vectorized_loop<kIn, kFormat, kMode, kVec, false>(p, row, g);
   }
   zero_scale_padding(p.out.sg, p.out.scales, tid, int64_t(gridDim.x) * blockDim.x);
-  pdl_launch_dependents();
 }
 
 }  // namespace fp4kit::quant
