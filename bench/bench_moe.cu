@@ -32,6 +32,7 @@
 #include "bench_util.h"
 #include "cublaslt_baseline.h"
 #include "gemm/grouped.h"  // grouped_gemm_tactic_count: range of --fc1/--fc2-tactic
+#include "moe/moe_path.h"    // use_per_entry_path: the note column
 #include "fp4kit/gemm.h"
 #include "fp4kit/moe.h"
 #include "fp4kit/status.h"
@@ -41,64 +42,8 @@ namespace fp4kit::bench {
 
 // ---- presets, T sweeps, options --------------------------------------------------------------------
 
-std::vector<MoeBenchPreset> default_moe_bench_presets() {
-  return {
-      {"deepseek-v3", 7168, 256, 8, 2048},   {"fi-256", 7168, 256, 8, 256},
-      {"fi-32", 7168, 32, 8, 2048},          {"qwen3-30b-a3b", 2048, 128, 8, 768},
-      {"qwen3.6-35b-a3b", 2048, 256, 8, 512}, {"mixtral-8x7b", 4096, 8, 2, 14336},
-  };
-}
-
 std::vector<int64_t> default_moe_bench_t() { return {1, 2, 4, 8, 16, 64, 256, 1024, 4096, 16384}; }
 std::vector<int64_t> quick_moe_bench_t() { return {1, 16, 4096}; }
-
-namespace {
-
-// "1,2,4", "1:16384:x2", "128:1024:+128", "4k".
-bool parse_preset_list(const std::string& text, std::vector<MoeBenchPreset>* out, std::string* error) {
-  const std::vector<MoeBenchPreset> all = default_moe_bench_presets();
-  std::vector<MoeBenchPreset> presets;
-  auto add = [&](const MoeBenchPreset& p) {
-    for (const auto& e : presets) {
-      if (e.name == p.name) return;
-    }
-    presets.push_back(p);
-  };
-  for (const std::string& item : split_text(text, ',')) {
-    if (item == "all") {
-      for (const auto& p : all) add(p);
-      continue;
-    }
-    bool matched = false;
-    for (const auto& p : all) {
-      if (p.name == item) {
-        add(p);
-        matched = true;
-      }
-    }
-    if (matched) continue;
-    const std::vector<std::string> dims = split_text(item, 'x');
-    int64_t v[4] = {0, 0, 0, 0};
-    bool ok = dims.size() == 4;
-    for (size_t i = 0; ok && i < 4; ++i) ok = parse_count(dims[i], &v[i]) && v[i] > 0;
-    if (ok) {
-      if (v[0] % 64 != 0 || v[3] % 64 != 0 || v[2] > v[1]) {
-        *error = "--preset: '" + item + "': H and I must be multiples of 64 and k <= E";
-        return false;
-      }
-      add({item, v[0], v[1], v[2], v[3]});
-      continue;
-    }
-    std::string names;
-    for (const auto& p : all) names += p.name + ", ";
-    *error = "--preset: unknown preset '" + item + "' (" + names + "all, or HxExKxI)";
-    return false;
-  }
-  *out = presets;
-  return true;
-}
-
-}  // namespace
 
 std::string moe_bench_usage() {
   return R"(fp4kit bench moe [options]
@@ -130,8 +75,13 @@ reference of the whole layer (reference::fused_moe). Details: docs/MOE.md.
   --reps N             timed calls (default adaptive: --target-ms per measurement, 10..1000 calls)
   --target-ms X        adaptive timing budget (default 200)
   --seed N             random data seed
-  --fc1-tactic ID      grouped GEMM tactic of FC1 (gemm/grouped.h ids; -1 = heuristic, default)
-  --fc2-tactic ID      the same for FC2
+  --fc1-tactic ID      grouped GEMM tactic of FC1 (gemm/grouped.h ids; -1 = the tuning cache's entry
+                       (fp4kit tune --moe) or the heuristic, default)
+  --fc2-tactic ID      the same for FC2 (both tactics apply to the pipeline path only)
+  --path P             auto | pipeline | per-entry (default auto): fused_moe's path (MoeParams::path);
+                       auto takes the per-entry path (2 kernels, no permutation) for small batches
+                       (src/moe/moe_path.h), where --fc1-tactic / --fc2-tactic do not apply; rows that
+                       ran it say "per-entry" in the note column
   --verbose            memory plan, rotation counts, cuBLASLt choices
   --help
 Exit code: 0 all points ran and passed, 1 a point failed or could not run, 2 could not start.
@@ -153,7 +103,7 @@ bool parse_moe_bench_args(const std::vector<std::string>& args, MoeBenchOptions*
     } else if (a == "--quick") {
       o.quick = true;
     } else if (a == "--preset" || a == "--presets") {
-      if (r.value(&s)) parse_preset_list(s, &o.presets, &err);
+      if (r.value(&s)) parse_moe_bench_presets(s, &o.presets, &err);
     } else if (a == "--t") {
       if (r.value(&s)) parse_count_list(s, "--t", &o.t_values, &err);
     } else if (a == "--mode") {
@@ -207,6 +157,12 @@ bool parse_moe_bench_args(const std::vector<std::string>& args, MoeBenchOptions*
           (a == "--fc1-tactic" ? o.fc1_tactic : o.fc2_tactic) = neg ? -1 : int(iv);
         }
       }
+    } else if (a == "--path") {
+      if (!r.value(&s)) break;
+      if (s == "auto") o.path = MoePath::kAuto;
+      else if (s == "pipeline") o.path = MoePath::kPipeline;
+      else if (s == "per-entry") o.path = MoePath::kPerEntry;
+      else err = "--path: '" + s + "' (auto, pipeline or per-entry)";
     } else if (a == "--verbose" || a == "-v") {
       o.verbose = true;
     } else {
@@ -674,6 +630,7 @@ MoeParams MoeBench::moe_params(const Layer& L, int mode, int64_t T, const Routin
   p.check_expert_ids = false;
   p.fc1_tactic = opt_.fc1_tactic;
   p.fc2_tactic = opt_.fc2_tactic;
+  p.path = opt_.path;
   return p;
 }
 
@@ -766,6 +723,7 @@ Status MoeBench::run_fp4kit(const Layer& L, int mode, int64_t T, std::vector<Rou
   for (const RoutingSet& s : sets) params.push_back(moe_params(L, mode, T, s, x_.data(), out_.data()));
   const size_t ws = moe_workspace_bytes(params[0]);
   FP4KIT_RETURN_IF_ERROR(ensure(ws_, ws, "fused_moe workspace"));
+  if (moe_impl::use_per_entry_path(opt_.path, T, L.k, L.h, L.e)) row->note += "per-entry; ";
   if (opt_.check && T <= opt_.check_max_t) {
     FP4KIT_RETURN_IF_ERROR(check_point(L, mode, T, sets[0], x_.data(), row));
   } else {
@@ -1223,6 +1181,11 @@ void MoeBench::print_report() {
           "cuBLASLt per-expert rows are timed by graph replay\n";
   head += "routing tables rotated per call so that the touched experts exceed 2x L2 (tables column); act_MB = "
           "active weight bytes per call (NVFP4: 0.5625 B/element incl. scales; BF16: 2 B)\n";
+  head += std::string("fused_moe path: ") +
+          (opt_.path == MoePath::kPipeline   ? "pipeline (forced)"
+           : opt_.path == MoePath::kPerEntry ? "per-entry (forced)"
+                                             : "auto (per-entry for small batches, src/moe/moe_path.h)") +
+          "\n";
   head += "bw/copy = act_MB / t / copy_bw; x_bf16 = t(cuBLASLt per-expert) / t; x_dense = t(cuBLASLt dense, same "
           "FLOPs) / t = TFLOP/s ratio (docs/MOE.md)\n";
   auto commented = [](const std::string& text) {

@@ -7,16 +7,10 @@
 #include <string>
 #include <vector>
 
-namespace fp4kit::bench {
+#include "fp4kit/moe.h"  // MoePath
+#include "moe_presets.h"  // MoeBenchPreset, default_moe_bench_presets, parse_moe_bench_presets
 
-// One MoE layer: E experts of FC1 [2I, H] (up; gate) and FC2 [H, I], top_k experts per token.
-struct MoeBenchPreset {
-  std::string name;  // e.g. "deepseek-v3"
-  int64_t hidden = 0;   // H, a multiple of 64
-  int64_t experts = 0;  // E
-  int64_t top_k = 0;    // k
-  int64_t inter = 0;    // I, a multiple of 64
-};
+namespace fp4kit::bench {
 
 enum class MoeBenchMode { kW4A16, kW4A4, kBoth };
 enum class MoeBenchRouting { kUniform, kSkewed, kBoth };
@@ -45,20 +39,18 @@ struct MoeBenchOptions {
   int max_reps = 1000;
   uint64_t seed = 0x5eed;                // --seed
   int fc1_tactic = -1, fc2_tactic = -1;  // --fc1-tactic / --fc2-tactic: grouped GEMM tactic ids (-1 auto)
+  MoePath path = MoePath::kAuto;         // --path auto|pipeline|per-entry (MoeParams::path)
   bool verbose = false;                  // --verbose
 };
 
-// deepseek-v3 (7168, 256, 8, 2048), fi-256 (7168, 256, 8, 256), fi-32 (7168, 32, 8, 2048),
-// qwen3-30b-a3b (2048, 128, 8, 768), qwen3.6-35b-a3b (2048, 256, 8, 512), mixtral-8x7b (4096, 8, 2, 14336)
-// as (H, E, k, I).
-std::vector<MoeBenchPreset> default_moe_bench_presets();
 std::vector<int64_t> default_moe_bench_t();  // 1, 2, 4, 8, 16, 64, 256, 1024, 4096, 16384
 std::vector<int64_t> quick_moe_bench_t();    // 1, 16, 4096
 
 // Parses `fp4kit bench moe` arguments (argv without the subcommand words):
 //   --preset LIST|all --t LIST --quick --mode w4a16|w4a4|both --routing uniform|skewed|both --zipf S
 //   --graph --no-baseline --no-check --check-max-t N --no-reduced-check --max-rel-err X --csv
-//   --markdown --output FILE --warmup N --reps N --target-ms X --seed N --verbose --help
+//   --markdown --output FILE --warmup N --reps N --target-ms X --seed N --fc1-tactic ID --fc2-tactic ID
+//   --path auto|pipeline|per-entry --verbose --help
 // --preset: comma-separated preset names, "all", or HxExKxI (e.g. 2048x64x4x512).
 // --t: "1,16,256" or ranges "1:16384:x4". Returns false with `error` set on a bad argument; `help`
 // is set for --help (print moe_bench_usage()).

@@ -1,5 +1,7 @@
-// fp4kit tune: profile every GEMM tactic for a list of shapes (or a model preset) and M buckets, and
-// write the winners to the tuning cache that gemm() consults for tactic = -1 (docs/TUNING.md).
+// fp4kit tune: profile every GEMM tactic for a list of shapes (or a model preset) and M buckets, or
+// every grouped GEMM tactic of MoE layers (--moe, the `bench moe` presets) at token counts T, and
+// write the winners to the tuning cache that gemm() / fused_moe() consult for tactic = -1
+// (docs/TUNING.md).
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -8,6 +10,11 @@
 #include "commands.h"
 #include "fp4kit/device.h"
 #include "fp4kit/tune.h"
+
+#if defined(FP4KIT_HAVE_BENCH) && __has_include("bench/bench_moe.h")
+#include "bench/bench_moe.h"  // the MoE presets and default T list, shared with `bench moe`
+#define FP4KIT_CLI_HAVE_MOE_PRESETS 1
+#endif
 
 namespace fp4kit::cli {
 namespace {
@@ -21,6 +28,9 @@ struct TuneArgs {
   std::string cache;
   bool exhaustive_report = false;
   int repeats = 15;
+  std::string moe;  // --moe PRESET[,PRESET]: tune fused_moe's grouped GEMMs instead
+  std::string t;    // --t: token counts of --moe (default: bench moe's)
+  int64_t ep = 1;   // --ep: expert-parallel size of --moe (rank 0 is tuned)
 };
 
 struct Preset {
@@ -69,8 +79,49 @@ std::string us_text(double us) {
   return buf;
 }
 
+// --moe: the layers, from the presets `fp4kit bench moe` uses.
+std::vector<MoeTuneLayer> moe_layers(const TuneArgs& a) {
+#ifdef FP4KIT_CLI_HAVE_MOE_PRESETS
+  std::vector<bench::MoeBenchPreset> presets;
+  std::string error;
+  if (!bench::parse_moe_bench_presets(a.moe, &presets, &error, "--moe")) throw CliError(error);
+  if (a.ep < 1) throw CliError("--ep: must be >= 1");
+  std::vector<MoeTuneLayer> layers;
+  for (const bench::MoeBenchPreset& p : presets) {
+    if (p.experts % a.ep != 0)
+      throw CliError("--ep: " + p.name + " has " + std::to_string(p.experts) + " experts, not a multiple of " +
+                     std::to_string(a.ep));
+    layers.push_back(MoeTuneLayer{p.name, p.hidden, p.inter, p.experts, p.top_k, a.ep});
+  }
+  return layers;
+#else
+  (void)a;
+  throw CliError("--moe: this build has no MoE presets (bench/ was not built)");
+#endif
+}
+
+std::vector<int64_t> moe_tokens(const TuneArgs& a) {
+  if (!a.t.empty()) return parse_int_list(a.t);
+#ifdef FP4KIT_CLI_HAVE_MOE_PRESETS
+  return bench::default_moe_bench_t();
+#else
+  return {1, 16, 4096};
+#endif
+}
+
 int run_tune(const TuneArgs& a) {
   // Inputs first, so that usage errors are reported on any machine.
+  const bool moe = !a.moe.empty();
+  if (moe && (!a.model.empty() || !a.shapes.empty()))
+    throw CliError("--moe tunes MoE layers; give it without --model / --shapes (one run each)");
+  if (!moe && !a.t.empty()) throw CliError("--t is the token list of --moe (dense GEMMs take --m)");
+  if (!moe && a.ep != 1) throw CliError("--ep applies to --moe only");
+  std::vector<MoeTuneLayer> layers;
+  std::vector<int64_t> tokens;
+  if (moe) {
+    layers = moe_layers(a);
+    tokens = moe_tokens(a);
+  }
   std::vector<GemmShape> shapes;
   if (!a.model.empty()) {
     const Preset* p = nullptr;
@@ -81,8 +132,8 @@ int run_tune(const TuneArgs& a) {
   }
   if (!a.shapes.empty())
     for (const GemmShape& s : parse_shapes(a.shapes)) shapes.push_back(s);
-  if (shapes.empty()) throw CliError("give --model or --shapes (see fp4kit tune --help)");
-  const std::vector<int64_t> ms = a.m == "buckets" ? tune_m_buckets(16384) : parse_int_list(a.m);
+  if (shapes.empty() && !moe) throw CliError("give --model, --shapes or --moe (see fp4kit tune --help)");
+  const std::vector<int64_t> ms = moe ? tokens : a.m == "buckets" ? tune_m_buckets(16384) : parse_int_list(a.m);
   if (a.dtype != "bf16" && a.dtype != "fp16") throw CliError("--dtype: expected bf16 or fp16");
   if (a.mode != "w4a16" && a.mode != "w4a4") throw CliError("--mode: expected w4a16 or w4a4");
   const DType dt = a.dtype == "fp16" ? DType::kFP16 : DType::kBF16;
@@ -112,18 +163,27 @@ int run_tune(const TuneArgs& a) {
   buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
   std::printf("fp4kit tune: %s (%d SMs, sm_%d), fp4kit %s\n", dev.name.c_str(), dev.sm_count, dev.compute_capability,
               version());
-  std::printf("  mode %s, dtype %s, %zu shape(s) x %zu M bucket(s) [%s], cache %s\n", a.mode.c_str(), a.dtype.c_str(),
-              shapes.size(), buckets.size(), format_int_list(buckets).c_str(), path.c_str());
+  if (moe)
+    std::printf("  mode %s, dtype %s, %zu MoE layer(s) x FC1, FC2 x %zu T bucket(s) [%s], ep %lld, cache %s\n",
+                a.mode.c_str(), a.dtype.c_str(), layers.size(), buckets.size(), format_int_list(buckets).c_str(),
+                (long long)a.ep, path.c_str());
+  else
+    std::printf("  mode %s, dtype %s, %zu shape(s) x %zu M bucket(s) [%s], cache %s\n", a.mode.c_str(),
+                a.dtype.c_str(), shapes.size(), buckets.size(), format_int_list(buckets).c_str(), path.c_str());
   std::fflush(stdout);
 
   TuneCache cache(path, current_tune_device());
   double worst_gap = 0;
   std::string worst_point;
   int points = 0, heuristic_best = 0;
+  // Dense: "6144x4096   m<=16"; MoE: "deepseek-v3 fc1 4096x7168 T<=16".
+  const char* bucket_name = moe ? "T<=" : "m<=";
   auto progress = [&](const TuneResult& r, int index, int total) {
-    const std::string shape = format_shape(r.key.n, r.key.k);
+    const std::string shape =
+        r.label.empty() ? format_shape(r.key.n, r.key.k) : r.label + " " + format_shape(r.key.n, r.key.k);
+    const int width = moe ? 30 : 11;
     if (r.best_tactic < 0) {
-      std::printf("[%3d/%d] %-11s m<=%-6lld no tactic ran\n", index + 1, total, shape.c_str(),
+      std::printf("[%3d/%d] %-*s %s%-6lld no tactic ran\n", index + 1, total, width, shape.c_str(), bucket_name,
                   (long long)r.key.m_bucket);
     } else {
       const double gap = r.heuristic_us > 0 ? 100.0 * (r.heuristic_us / r.best_us - 1.0) : -1;
@@ -134,14 +194,14 @@ int run_tune(const TuneArgs& a) {
         std::snprintf(buf, sizeof buf, " (+%.1f%%)", gap);
         heur += buf;
       }
-      std::printf("[%3d/%d] %-11s m<=%-6lld %-26s %10s   %s\n", index + 1, total, shape.c_str(),
+      std::printf("[%3d/%d] %-*s %s%-6lld %-28s %10s   %s\n", index + 1, total, width, shape.c_str(), bucket_name,
                   (long long)r.key.m_bucket, r.best_name.c_str(), us_text(r.best_us).c_str(), heur.c_str());
       ++points;
       if (r.heuristic_tactic == r.best_tactic) ++heuristic_best;
       const double g = r.heuristic_us > 0 ? r.heuristic_us / r.best_us - 1.0 : 1e9;
       if (g > worst_gap) {
         worst_gap = g;
-        worst_point = shape + " m<=" + std::to_string(r.key.m_bucket);
+        worst_point = shape + " " + bucket_name + std::to_string(r.key.m_bucket);
       }
     }
     if (a.exhaustive_report) {
@@ -164,7 +224,8 @@ int run_tune(const TuneArgs& a) {
     std::fflush(stdout);
   };
   std::vector<TuneResult> results;
-  const Status s = tune_gemm(shapes, ms, opt, &cache, &results, progress);
+  const Status s = moe ? tune_moe(layers, tokens, opt, &cache, &results, progress)
+                       : tune_gemm(shapes, ms, opt, &cache, &results, progress);
   if (!s.is_ok()) throw CliError(s.to_string());
   std::printf("tuned %d point(s); the heuristic picked the winner at %d", points, heuristic_best);
   if (points > heuristic_best && worst_gap < 1e8)
@@ -177,7 +238,9 @@ int run_tune(const TuneArgs& a) {
 
 Command add_tune_command(CLI::App& app) {
   auto args = std::make_shared<TuneArgs>();
-  CLI::App* sub = app.add_subcommand("tune", "Profile the GEMM tactics per shape and M bucket; write the tuning cache");
+  CLI::App* sub = app.add_subcommand(
+      "tune", "Profile the GEMM tactics per shape and M bucket (or the MoE grouped GEMM tactics per layer and T "
+              "bucket); write the tuning cache");
   sub->add_option("--model", args->model, "Model preset: llama3.1-8b or llama3.1-70b (its linear layers)");
   sub->add_option("--shapes", args->shapes, "Weight shapes NxK, comma-separated (e.g. 6144x4096,4096x14336)");
   sub->add_option("--m", args->m, "Token counts M (list, START:STOP:xF / :+S, or 'buckets' = every M bucket up to 16384); each "
@@ -191,6 +254,13 @@ Command add_tune_command(CLI::App& app) {
                   "~/.cache/fp4kit/tune.json)");
   sub->add_option("--repeats", args->repeats, "Timed graph replays per tactic (median)")->capture_default_str();
   sub->add_flag("--exhaustive-report", args->exhaustive_report, "Print every tactic's time at every point");
+  sub->add_option("--moe", args->moe,
+                  "MoE layers (the `bench moe` presets: deepseek-v3, fi-256, fi-32, qwen3-30b-a3b, qwen3.6-35b-a3b, "
+                  "mixtral-8x7b, all, or HxExKxI): tune fused_moe's FC1 and FC2 grouped GEMMs");
+  sub->add_option("--t", args->t,
+                  "Token counts T of --moe (list or range; default 1,2,4,8,16,64,256,1024,4096,16384); each is "
+                  "tuned at its bucket");
+  sub->add_option("--ep", args->ep, "Expert-parallel size of --moe (E / ep experts per rank)")->capture_default_str();
   return Command{sub, [args] { return run_tune(*args); }};
 }
 

@@ -82,6 +82,16 @@ Status moe_route(const MoeRoutingParams& p, cudaStream_t stream);
 // ---- fused MoE ----------------------------------------------------------------------------------------
 enum class MoeMode { kW4A16, kW4A4 };
 
+// How fused_moe computes the layer (docs/MOE.md, "Paths"); every path follows the same numerics
+// contract, but the FP32 summation order (hence the last bits of the output) may differ between them.
+enum class MoePath {
+  kAuto,      // the heuristic of src/moe/moe_path.h: per-entry for a few (token, slot) entries
+  kPipeline,  // permute + gather, FC1 grouped GEMM, SwiGLU, FC2 grouped GEMM, finalize (5 launches)
+  kPerEntry,  // no permutation, 2 launches: FC1 + SwiGLU per (token, slot) entry, then FC2 +
+              // finalize per token (small batches; needs top_k <= 32, hidden <= 16384 and
+              // T * top_k <= 65535, else kNotSupported). fc1_tactic / fc2_tactic do not apply.
+};
+
 struct MoeParams {
   int64_t num_tokens = 0;          // T; 0 is a valid empty batch (nothing is launched)
   int64_t max_tokens = 0;          // the workspace is sized for T <= max_tokens (0: num_tokens)
@@ -111,11 +121,13 @@ struct MoeParams {
   void* output = nullptr;          // device [T, H] of act_dtype
   // Expert ids live on the device. Ids outside [0, E) never cause out-of-bounds accesses (they are
   // treated as not routed); with check_expert_ids fused_moe also synchronizes the stream after
-  // the permutation and returns kInvalidArgument if it saw one (or an expert with more than T
-  // rows). The check is refused (kInvalidArgument) while the stream is capturing: turn it off for
-  // CUDA graphs and latency (the permutation records the error in the workspace either way).
+  // the permutation (per-entry path: after its first kernel, which then checks the ids) and returns
+  // kInvalidArgument if it saw one (or an expert with more than T rows), before the output is
+  // written. The check is refused (kInvalidArgument) while the stream is capturing: turn it off
+  // for CUDA graphs and latency.
   bool check_expert_ids = true;
-  int fc1_tactic = -1, fc2_tactic = -1;  // grouped GEMM tactics; -1: heuristic
+  int fc1_tactic = -1, fc2_tactic = -1;  // grouped GEMM tactics (pipeline path); -1: heuristic
+  MoePath path = MoePath::kAuto;         // force a path (benchmarks, tests); kAuto in production
 };
 
 size_t moe_workspace_bytes(const MoeParams& p);

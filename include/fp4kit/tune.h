@@ -1,8 +1,10 @@
-// fp4kit/tune.h — the autotuner: M buckets, the persistent tuning cache, the GEMM profiler.
+// fp4kit/tune.h — the autotuner: M buckets, the persistent tuning cache, the GEMM and grouped
+// GEMM (fused MoE) profilers.
 //
-// gemm() with GemmParams::tactic == -1 looks the problem up in the process-wide tuning cache
-// (default_tune_cache()): a hit whose tactic can run the problem is used, otherwise the shape
-// heuristic. `fp4kit tune` (or tune_gemm()) fills the cache. Details: docs/TUNING.md.
+// gemm() with GemmParams::tactic == -1, and fused_moe() with fc1_tactic / fc2_tactic == -1, look
+// the problem up in the process-wide tuning cache (default_tune_cache()): a hit whose tactic can
+// run the problem is used, otherwise the shape heuristic. `fp4kit tune` (tune_gemm(), tune_moe())
+// fills the cache. Details: docs/TUNING.md.
 #pragma once
 
 #include <cstdint>
@@ -41,11 +43,16 @@ struct TuneDevice {
 TuneDevice current_tune_device();
 
 struct TuneKey {
-  std::string op = "gemm";  // operation ("gemm")
-  DType a_dtype = DType::kBF16;
+  std::string op = "gemm";  // "gemm" (dense) or "grouped_gemm" (fused_moe's FC1 / FC2)
+  DType a_dtype = DType::kBF16;  // grouped_gemm: the MoE's act dtype, or kE2M1x2 for W4A4
   DType d_dtype = DType::kBF16;
-  int64_t n = 0, k = 0;
-  int64_t m_bucket = 0;  // tune_m_bucket(m)
+  int64_t n = 0, k = 0;   // grouped_gemm: one expert's weights [n, k]
+  int64_t m_bucket = 0;   // gemm: tune_m_bucket(m); grouped_gemm: tune_m_bucket(tokens T)
+  // grouped_gemm only (0 for gemm): with uniform routing these and T fix the expected active
+  // experts and rows per expert, everything the grouped heuristic looks at.
+  int64_t groups = 0;   // local experts E / ep_size (the grouped GEMM's groups)
+  int64_t experts = 0;  // E: each token picks top_k distinct of these
+  int64_t top_k = 0;
   bool operator==(const TuneKey&) const = default;
 };
 
@@ -69,7 +76,7 @@ struct TuneEntry {
 class TuneCache {
  public:
   // Whether (op, tactic id, tactic name) names a current tactic; the default checks the GEMM
-  // tactic table.
+  // tactic table for "gemm" and the grouped GEMM tactic table for "grouped_gemm".
   using TacticValidator = std::function<bool(const std::string& op, int id, const std::string& name)>;
   using WarningSink = std::function<void(const std::string& message)>;  // default: stderr line
 
@@ -82,8 +89,12 @@ class TuneCache {
   const TuneDevice& device() const { return device_; }
 
   // Tactic id for a key of this device, or -1. No allocation and no file I/O after the first call.
-  int lookup(const std::string_view op, DType a_dtype, DType d_dtype, int64_t n, int64_t k, int64_t m_bucket);
-  int lookup(const TuneKey& key) { return lookup(key.op, key.a_dtype, key.d_dtype, key.n, key.k, key.m_bucket); }
+  // groups, experts, top_k: 0 for dense keys.
+  int lookup(const std::string_view op, DType a_dtype, DType d_dtype, int64_t n, int64_t k, int64_t m_bucket,
+             int64_t groups = 0, int64_t experts = 0, int64_t top_k = 0);
+  int lookup(const TuneKey& key) {
+    return lookup(key.op, key.a_dtype, key.d_dtype, key.n, key.k, key.m_bucket, key.groups, key.experts, key.top_k);
+  }
   // Adds/replaces an entry of this device in memory (entry.device is set to device()).
   void insert(TuneEntry entry);
   // Writes the inserted entries to the file (merge, see above). The in-memory entries then also
@@ -95,6 +106,9 @@ class TuneCache {
   int warnings() const;
   // Drops the in-memory state; the next call loads the file again.
   void reload();
+  // Changes whenever the entries held in memory may have changed (load, insert, save): lets callers
+  // memoize results derived from lookups (fused_moe's workspace bound).
+  uint64_t generation();
 
  private:
   struct Impl;
@@ -112,6 +126,19 @@ std::string tune_cache_default_path();
 TuneCache* default_tune_cache();
 // The tuned tactic for p (p.m mapped to its bucket), or -1 on a miss. Hot path of gemm().
 int tuned_gemm_tactic(const GemmParams& p);
+
+// ---- grouped GEMM keys (fused_moe's FC1 and FC2) --------------------------------------------------
+// One grouped GEMM of a MoE layer: `groups` local experts with weights [n, k] each; every token is
+// routed to top_k distinct of `experts` experts (the local ones are `groups` of them).
+// FC1: n = 2I, k = H; FC2: n = H, k = I; groups = E / ep_size.
+struct GroupedGemmShape {
+  int64_t n = 0, k = 0;
+  int64_t groups = 0, experts = 0, top_k = 0;
+  bool operator==(const GroupedGemmShape&) const = default;
+};
+// The cache key of that GEMM for T tokens: op "grouped_gemm", m_bucket = tune_m_bucket(tokens).
+// a_dtype: the act dtype (W4A16) or kE2M1x2 (W4A4); d_dtype: the act dtype.
+TuneKey grouped_gemm_tune_key(const GroupedGemmShape& s, DType a_dtype, DType d_dtype, int64_t tokens);
 
 // ---- profiling --------------------------------------------------------------------------------------
 struct ProfileOptions {
@@ -141,6 +168,7 @@ struct GemmShape {
 };
 struct TuneResult {
   TuneKey key;
+  std::string label;  // tune_moe: "<layer> fc1" / "<layer> fc2"; empty for tune_gemm
   int best_tactic = -1;  // -1 when no tactic ran
   std::string best_name;
   double best_us = -1;
@@ -151,7 +179,7 @@ struct TuneResult {
 
 struct TuneOptions {
   DType a_dtype = DType::kBF16;  // kBF16 / kFP16 (W4A16) or kE2M1x2 (W4A4)
-  DType d_dtype = DType::kBF16;
+  DType d_dtype = DType::kBF16;  // W4A4: the output (tune_moe: activation) dtype; W4A16: = a_dtype
   ProfileOptions profile;
   std::vector<int> tactics;  // empty: all
 };
@@ -162,5 +190,39 @@ struct TuneOptions {
 Status tune_gemm(const std::vector<GemmShape>& shapes, const std::vector<int64_t>& ms, const TuneOptions& opt,
                  TuneCache* cache, std::vector<TuneResult>* results,
                  const std::function<void(const TuneResult&, int index, int total)>& progress = {});
+
+// ---- grouped GEMM (fused MoE) profiling ------------------------------------------------------------
+// Times every grouped tactic in `tactics` (all of them when empty) on the grouped GEMM fused_moe
+// runs for `s` at T = tokens with act dtype `act_dtype` (kBF16 / kFP16): random weights for all
+// groups, random 16-bit activations, uniform random routing (top_k distinct experts per token;
+// routing tables rotated so that the experts the calls touch exceed l2_factor x L2), and the
+// grouped GEMM's arguments as fused_moe passes them (max_rows = T * top_k, max_group_rows = T).
+// Timing as profile_gemm; the heuristic's tactic is timed first, `out` follows `tactics`' order.
+// Skipped (status set, us < 0): tactics that cannot implement the problem, whose workspace does not
+// fit in a quarter of the free memory, or, when prune_factor > 0, whose eager call after the warm-up
+// took longer than prune_factor x the fastest time so far and 1 ms (it cannot win; this keeps
+// large-T points short; tune_moe uses 4).
+Status profile_grouped_gemm(const GroupedGemmShape& s, DType act_dtype, int64_t tokens,
+                            const std::vector<int>& tactics, const ProfileOptions& opt,
+                            std::vector<TacticTiming>* out, double prune_factor = 0);
+
+// One MoE layer (the `fp4kit bench moe` presets): H, I, E, top_k; tuned for EP rank 0 of ep_size
+// (under uniform routing every rank sees the same distribution).
+struct MoeTuneLayer {
+  std::string name;
+  int64_t hidden = 0, inter = 0, experts = 0, top_k = 0;
+  int64_t ep_size = 1;
+};
+GroupedGemmShape moe_fc1_shape(const MoeTuneLayer& l);  // n = 2I, k = H
+GroupedGemmShape moe_fc2_shape(const MoeTuneLayer& l);  // n = H, k = I
+
+// For every layer, FC1 then FC2, at every distinct bucket of `tokens` (T = the bucket): profiles
+// the grouped tactics (the heuristic's first), keeps the heuristic's tactic unless another beats
+// it by more than the tie margin (as tune_gemm), inserts one grouped_gemm entry per point into
+// `cache` (if not null), calls `progress` per result and saves the cache after each layer.
+// opt.a_dtype kBF16 / kFP16 (W4A16) or kE2M1x2 (W4A4, act dtype opt.d_dtype).
+Status tune_moe(const std::vector<MoeTuneLayer>& layers, const std::vector<int64_t>& tokens, const TuneOptions& opt,
+                TuneCache* cache, std::vector<TuneResult>* results,
+                const std::function<void(const TuneResult&, int index, int total)>& progress = {});
 
 }  // namespace fp4kit

@@ -23,6 +23,7 @@
 //       metadata, and all blocks gather. Otherwise four kernels: per-chunk counts, one-block scan,
 //       per-chunk ranks, gather (the id check, if on, runs before the gather).
 //  c    FC1: grouped GEMM (gemm/grouped.h) over the E_local groups, F1[rows, 2I] = alpha1[e] * A1 · W1_eᵀ.
+//       Tactic (moe/moe_tactics.h): fc1_tactic, else the tuning cache's for (FC1, T), else the heuristic's.
 //  d    SwiGLU (swiglu_finalize.cu): h = silu(gate) * up with up = F1[:, 0:I], gate = F1[:, I:2I],
 //       silu(g) = g / (1 + expf(-g)), FP32, rounded to the activation dtype; W4A4: quantized with
 //       fc2_act_global (kExact) and written decoded; -> A2[rows, I] (rows = offsets[E_local], read on
@@ -38,7 +39,8 @@
 //
 // At small T that is 5 kernel launches (+ the grouped decode GEMM's counter memsets). Every output
 // element is a fixed-order computation and the permutation is deterministic: bit-identical runs.
-// Workspace layout: src/moe/moe_workspace.h.
+// Workspace layout: src/moe/moe_workspace.h. Small batches (MoeParams::path, rule in
+// src/moe/moe_path.h) skip all of this for the per-entry path: 2 kernels (src/moe/per_entry.cu).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -49,9 +51,13 @@
 #include "fp4kit/device.h"
 #include "fp4kit/gemm.h"
 #include "fp4kit/moe.h"
+#include "fp4kit/tune.h"
 #include "gemm/grouped.h"
 #include "moe/moe_kernels.h"
+#include "moe/moe_path.h"
+#include "moe/moe_tactics.h"
 #include "moe/moe_workspace.h"
+#include "moe/per_entry.h"
 
 namespace fp4kit {
 namespace {
@@ -92,7 +98,15 @@ void check_problem(ArgCheck& c, const MoeParams& p) {
             std::string("input dtype ") + dtype_name(p.input_dtype) + " must be the act dtype (" +
                 dtype_name(p.act_dtype) + (w4a4 ? ") or e2m1x2 (pre-quantized input)" : ") in W4A16"))
       .require(p.max_tokens == 0 || p.num_tokens <= p.max_tokens, StatusCode::kInvalidArgument,
-               "num_tokens (=" + num(p.num_tokens) + ") must be <= max_tokens (=" + num(p.max_tokens) + ")");
+               "num_tokens (=" + num(p.num_tokens) + ") must be <= max_tokens (=" + num(p.max_tokens) + ")")
+      .require(moe_impl::is_moe_path(p.path), StatusCode::kInvalidArgument,
+               "path (=" + num(int(p.path)) + ") is not a MoePath")
+      .require(p.path != MoePath::kPerEntry || moe_impl::per_entry_supported(p.num_tokens, p.top_k, p.hidden),
+               StatusCode::kNotSupported,
+               "path kPerEntry needs top_k <= " + num(moe_impl::kPerEntryMaxTopK) + ", hidden <= " +
+                   num(moe_impl::kPerEntryMaxHidden) + " and num_tokens * top_k <= " +
+                   num(moe_impl::kPerEntryMaxEntries) + " (top_k = " + num(p.top_k) + ", hidden = " +
+                   num(p.hidden) + ", num_tokens = " + num(p.num_tokens) + ")");
   if (!c.ok()) return;
   const int64_t tokens = std::max(p.num_tokens, p.max_tokens);
   int64_t rows = 0;
@@ -144,12 +158,10 @@ void check_tokens(ArgCheck& c, const MoeParams& p) {
       .aligned(p.output, 16, "output");
 }
 
-MoeWorkspaceLayout layout_for(const MoeParams& p, const MoeDims& d) {
-  const int64_t e_local = d.e_local;
-  const size_t ws1 = moe_impl::grouped_workspace_bound(e_local, d.max_tokens, d.top_k, 2 * d.inter, d.hidden,
-                                                       p.act_dtype, p.fc1_tactic);
-  const size_t ws2 = moe_impl::grouped_workspace_bound(e_local, d.max_tokens, d.top_k, d.hidden, d.inter,
-                                                       p.act_dtype, p.fc2_tactic);
+// The grouped GEMM regions also cover the tuned tactics of `tune` (the process-wide cache).
+MoeWorkspaceLayout layout_for(const MoeParams& p, const MoeDims& d, TuneCache* tune) {
+  const size_t ws1 = moe_impl::grouped_workspace_bound(moe_impl::moe_fc1_gemm(p), d.max_tokens, tune);
+  const size_t ws2 = moe_impl::grouped_workspace_bound(moe_impl::moe_fc2_gemm(p), d.max_tokens, tune);
   return moe_impl::moe_workspace_layout(d, ws1, ws2);
 }
 
@@ -166,7 +178,7 @@ size_t moe_workspace_bytes(const MoeParams& p) {
   if (!c.ok()) return 0;
   const MoeDims d = moe_impl::moe_dims(p);
   if (d.max_tokens == 0) return 0;
-  return layout_for(p, d).total;
+  return layout_for(p, d, default_tune_cache()).total;
 }
 
 Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
@@ -179,13 +191,18 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   FP4KIT_RETURN_IF_ERROR(check.status());
 
   const MoeDims d = moe_impl::moe_dims(p);
-  const MoeWorkspaceLayout l = layout_for(p, d);
+  TuneCache* const tune = default_tune_cache();  // nullptr: tuning off (FP4KIT_TUNE_CACHE=off) or no GPU
+  const MoeWorkspaceLayout l = layout_for(p, d, tune);
   check.not_null(workspace, "workspace")
       .buffer(int64_t(workspace_bytes), int64_t(l.total), "workspace")
       .aligned(workspace, 16, "workspace");
   FP4KIT_RETURN_IF_ERROR(check.status());
 
   uint8_t* base = static_cast<uint8_t*>(workspace);
+  // Small batches: the per-entry path (two kernels, no permutation; src/moe/per_entry.cu, rule in
+  // src/moe/moe_path.h). It uses the header word and the act region of this layout.
+  if (moe_impl::use_per_entry_path(p.path, d.tokens, d.top_k, d.hidden, d.e_local))
+    return moe_impl::run_per_entry(p, d, reinterpret_cast<int32_t*>(base + l.header), base + l.act, stream);
   int32_t* header = reinterpret_cast<int32_t*>(base + l.header);
   int32_t* offsets = reinterpret_cast<int32_t*>(base + l.offsets);
   int32_t* active = reinterpret_cast<int32_t*>(base + l.active);
@@ -210,7 +227,6 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   g1.alpha = p.fc1_alpha;
   g1.d = gemm_out;
   g1.ldd = 2 * d.inter;
-  g1.tactic = p.fc1_tactic;
 
   gemm_impl::GroupedGemmParams g2 = g1;
   g2.n = d.hidden;
@@ -219,7 +235,9 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   g2.b_prepacked = p.fc2_weights;
   g2.alpha = p.fc2_alpha;
   g2.ldd = d.hidden;
-  g2.tactic = p.fc2_tactic;
+  // Forced, else tuned (only if it can run here within the reserved workspace), else -1 = heuristic.
+  g1.tactic = moe_impl::choose_tactic(moe_impl::moe_fc1_gemm(p), d.tokens, tune, g1, l.gemm1_ws_bytes);
+  g2.tactic = moe_impl::choose_tactic(moe_impl::moe_fc2_gemm(p), d.tokens, tune, g2, l.gemm2_ws_bytes);
 
   FP4KIT_RETURN_IF_ERROR(wrap(gemm_impl::grouped_gemm_can_implement(g1), "FC1"));
   FP4KIT_RETURN_IF_ERROR(wrap(gemm_impl::grouped_gemm_can_implement(g2), "FC2"));

@@ -1,5 +1,5 @@
 // Device helpers shared by the MoE kernels (src/moe): 16-bit element access in 16-byte vectors,
-// the exact NVFP4 quantize-and-decode of one 16-element block (kExact recipe of
+// the contract's SwiGLU, the exact NVFP4 quantize-and-decode of one 16-element block (kExact recipe of
 // format/block_recipes.h, the same functions the CPU reference calls), warp-level utilities.
 #pragma once
 
@@ -78,6 +78,15 @@ template <bool kBF16>
 __device__ __forceinline__ void round16(float (&x)[16]) {
 #pragma unroll
   for (int i = 0; i < 16; ++i) x[i] = act_to_float<kBF16>(float_to_act<kBF16>(x[i]));
+}
+
+// ---- SwiGLU (docs/MOE.md, numerics step 3) ---------------------------------------------------------
+// silu(g) * u exactly as the reference writes it: g / (1 + expf(-g)), then * u, IEEE round to
+// nearest (expf is the accurate CUDA expf, not __expf). Shared by the pipeline's swiglu_kernel and
+// the per-entry FC1 kernel.
+__device__ __forceinline__ float swiglu(float gate, float up) {
+  const float silu = __fdiv_rn(gate, __fadd_rn(1.0f, expf(-gate)));
+  return __fmul_rn(silu, up);
 }
 
 // ---- NVFP4 (kExact) quantize + exact decode of one block of 16 ------------------------------------

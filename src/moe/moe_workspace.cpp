@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <map>
 #include <mutex>
 
@@ -62,32 +63,24 @@ MoeWorkspaceLayout moe_workspace_layout(const MoeDims& d, size_t gemm1_ws_bytes,
   return l;
 }
 
-size_t grouped_workspace_bound(int64_t groups, int64_t max_tokens, int64_t top_k, int64_t n, int64_t k, DType dtype,
-                               int tactic) {
-  if (groups <= 0 || max_tokens <= 0 || top_k <= 0 || n <= 0 || k <= 0) return 0;
+namespace {
+
+// Forced tactic, or the heuristic's at every T' (no tuning cache).
+size_t untuned_bound(const MoeGemm& g, int64_t max_tokens) {
   static std::mutex mu;
   static std::map<std::array<int64_t, 8>, size_t> cache;
   // The decode workspace depends on the SM count (persistent grid): part of the key.
   const int64_t sms = device_info().available ? device_info().sm_count : 0;
-  const std::array<int64_t, 8> key{groups, max_tokens, top_k, n, k, int64_t(dtype), tactic, sms};
+  const std::array<int64_t, 8> key{g.shape.groups, max_tokens, g.shape.top_k, g.shape.n, g.shape.k,
+                                   int64_t(g.act_dtype), g.tactic, sms};
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
   }
-  gemm_impl::GroupedGemmParams g;
-  g.groups = groups;
-  g.n = n;
-  g.k = k;
-  g.a_dtype = dtype;
-  g.tactic = tactic;
-  auto at = [&](int64_t tokens) {
-    g.max_rows = tokens * top_k;
-    g.max_group_rows = tokens;
-    return gemm_impl::grouped_gemm_workspace_bytes(g);
-  };
+  auto at = [&](int64_t tokens) { return gemm_impl::grouped_gemm_workspace_bytes(grouped_params(g, tokens)); };
   size_t bound = at(max_tokens);
-  if (tactic < 0) {
+  if (g.tactic < 0) {
     // The heuristic may pick a different tactic at every T' (workspace-hungry decode tactics at
     // small T'), so every T' is evaluated; each tactic's requirement grows with T', and only the
     // decode family (few rows per group) needs a workspace, so past 65536 tokens only T' =
@@ -98,6 +91,43 @@ size_t grouped_workspace_bound(int64_t groups, int64_t max_tokens, int64_t top_k
   std::lock_guard<std::mutex> lock(mu);
   cache[key] = bound;
   return bound;
+}
+
+// The tuned tactics' requirement over T' <= max_tokens. A tuned tactic is fixed per T bucket and
+// its requirement grows with T', so each bucket is evaluated at its largest T' <= max_tokens
+// (tune_m_buckets lists exactly those ends).
+size_t tuned_bound(const MoeGemm& g, int64_t max_tokens, TuneCache* tune) {
+  static std::mutex mu;
+  static std::map<std::array<int64_t, 11>, size_t> cache;
+  const int64_t sms = device_info().available ? device_info().sm_count : 0;
+  // The cache's address and generation: entries inserted or reloaded later get a new bound.
+  const std::array<int64_t, 11> key{g.shape.groups, g.shape.experts, g.shape.top_k, g.shape.n, g.shape.k,
+                                    int64_t(g.act_dtype), int64_t(g.key_a_dtype), max_tokens, sms,
+                                    int64_t(reinterpret_cast<intptr_t>(tune)), int64_t(tune->generation())};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  size_t bound = 0;
+  for (int64_t t : tune_m_buckets(max_tokens)) {
+    gemm_impl::GroupedGemmParams q = grouped_params(g, t);
+    q.tactic = tuned_tactic(g, t, tune);
+    if (q.tactic >= 0) bound = std::max(bound, gemm_impl::grouped_gemm_workspace_bytes(q));
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  cache[key] = bound;
+  return bound;
+}
+
+}  // namespace
+
+size_t grouped_workspace_bound(const MoeGemm& g, int64_t max_tokens, TuneCache* cache) {
+  const GroupedGemmShape& s = g.shape;
+  if (s.groups <= 0 || max_tokens <= 0 || s.top_k <= 0 || s.n <= 0 || s.k <= 0) return 0;
+  const size_t bound = untuned_bound(g, max_tokens);
+  if (g.tactic >= 0 || cache == nullptr) return bound;
+  return std::max(bound, tuned_bound(g, max_tokens, cache));
 }
 
 }  // namespace fp4kit::moe_impl

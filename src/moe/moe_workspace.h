@@ -14,13 +14,17 @@
 //   gemm1_ws      grouped GEMM workspace of FC1 (bound over every T <= max_tokens)
 //   gemm2_ws      grouped GEMM workspace of FC2
 // A1/A2 and F1/F2 share storage: each buffer is dead once the next stage has read it (all stages
-// run in order on one stream).
+// run in order on one stream). The per-entry path (src/moe/per_entry.cu) uses the same layout, so
+// one workspace serves both paths: header[0] (error word, with check_expert_ids) and act as
+// h [T * top_k, I] (its FC1 + SwiGLU output); the other regions are unused.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "fp4kit/moe.h"
+#include "fp4kit/tune.h"
+#include "moe/moe_tactics.h"
 
 namespace fp4kit::moe_impl {
 
@@ -48,10 +52,10 @@ struct MoeWorkspaceLayout {
 // The layout for `d` with the grouped GEMM workspace bounds given (see grouped_workspace_bound).
 MoeWorkspaceLayout moe_workspace_layout(const MoeDims& d, size_t gemm1_ws_bytes, size_t gemm2_ws_bytes);
 
-// Upper bound of grouped_gemm_workspace_bytes over every call fused_moe makes with T' <= max_tokens
-// tokens: groups = E_local, max_rows = T' * top_k, max_group_rows = T', the given n, k, dtype and
-// tactic (-1: the heuristic's choice at each T'). Cached per configuration.
-size_t grouped_workspace_bound(int64_t groups, int64_t max_tokens, int64_t top_k, int64_t n, int64_t k, DType dtype,
-                               int tactic);
+// Upper bound of grouped_gemm_workspace_bytes over every call fused_moe makes for g with
+// T' <= max_tokens tokens (moe/moe_tactics.h: max_rows = T' * top_k, max_group_rows = T'): the
+// forced tactic's, or with g.tactic = -1 the heuristic's choice and `cache`'s tuned tactic (if any)
+// at each T'. Cached per configuration (and cache generation).
+size_t grouped_workspace_bound(const MoeGemm& g, int64_t max_tokens, TuneCache* cache);
 
 }  // namespace fp4kit::moe_impl

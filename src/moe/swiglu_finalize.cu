@@ -17,13 +17,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// silu(g) * u exactly as the reference writes it: g / (1 + expf(-g)), then * u, IEEE round to
-// nearest (expf is the accurate CUDA expf, not __expf).
-__device__ __forceinline__ float swiglu(float gate, float up) {
-  const float silu = __fdiv_rn(gate, __fadd_rn(1.0f, expf(-gate)));
-  return __fmul_rn(silu, up);
-}
-
 template <bool kBF16, bool kQuant>
 __global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluArgs s) {
   const int64_t I = s.inter;

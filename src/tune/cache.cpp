@@ -1,5 +1,7 @@
 // The persistent tuning cache (docs/TUNING.md): JSON file, lazy load, merge-on-write under flock,
-// atomic replace (temp file + rename), one warning for a corrupt / foreign / stale file.
+// atomic replace (temp file + rename), one warning for a corrupt / foreign / stale file. Entries of
+// operations this build does not know are kept verbatim, so a newer build's entries survive an
+// older build's save.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -20,6 +22,7 @@
 
 #include "fp4kit/device.h"
 #include "fp4kit/tune.h"
+#include "gemm/grouped.h"
 #include "gemm/tactics.h"
 
 #if __has_include(<nlohmann/json.hpp>)
@@ -36,7 +39,8 @@ constexpr const char* kFormatName = "fp4kit-tune-cache";
 constexpr int kFormatVersion = 1;
 
 // Operations known to the in-memory map (index = op code); lookups of other names miss.
-constexpr std::string_view kOps[] = {"gemm"};
+constexpr std::string_view kOps[] = {"gemm", "grouped_gemm"};
+constexpr int kGroupedOp = 1;
 
 int op_code(std::string_view op) {
   for (size_t i = 0; i < std::size(kOps); ++i)
@@ -48,6 +52,7 @@ struct MapKey {
   int op;
   int a_dtype, d_dtype;
   int64_t n, k, m_bucket;
+  int64_t groups, experts, top_k;
   bool operator==(const MapKey&) const = default;
 };
 struct MapKeyHash {
@@ -61,6 +66,8 @@ struct MapKeyHash {
     mix(uint64_t(x.n));
     mix(uint64_t(x.k));
     mix(uint64_t(x.m_bucket));
+    mix(uint64_t(x.groups));
+    mix(uint64_t(x.experts) << 16 | uint64_t(x.top_k));
     return size_t(h);
   }
 };
@@ -78,9 +85,15 @@ bool parse_dtype(const std::string& s, DType* out) {
 }
 
 bool default_validator(const std::string& op, int id, const std::string& name) {
-  if (op != "gemm") return false;
-  const gemm_impl::Tactic* t = gemm_impl::find_tactic(id);
-  return t != nullptr && t->name == name;
+  if (op == "gemm") {
+    const gemm_impl::Tactic* t = gemm_impl::find_tactic(id);
+    return t != nullptr && t->name == name;
+  }
+  if (op == "grouped_gemm") {
+    const gemm_impl::GroupedTactic* t = gemm_impl::grouped_gemm_tactic(id);
+    return t != nullptr && name == t->name;
+  }
+  return false;
 }
 
 void default_warning(const std::string& message) { std::fprintf(stderr, "fp4kit: warning: %s\n", message.c_str()); }
@@ -96,7 +109,8 @@ std::string read_file(const std::string& path, bool* exists) {
 
 // Result of parsing a cache file's text.
 struct Parsed {
-  std::vector<TuneEntry> entries;  // well-formed entries, any device
+  std::vector<TuneEntry> entries;  // well-formed entries of known operations, any device
+  std::vector<std::string> other_ops;  // entries of operations this build does not know, as JSON text
   bool corrupt = false;            // the file as a whole could not be used
   std::string corrupt_reason;
   int bad_entries = 0;  // entries with missing fields / wrong types
@@ -119,12 +133,21 @@ bool entry_from_json(const json& j, TuneEntry* e) {
     *out = it->get<int64_t>();
     return true;
   };
+  // Fields added after format_version 1 was published are optional (absent = 0), so older files
+  // load unchanged.
+  auto optional_integer = [&](const char* f, int64_t* out) {
+    auto it = j.find(f);
+    if (it == j.end()) return true;
+    return integer(f, out);
+  };
   std::string a, d;
   int64_t sm = 0, cc = 0, tactic = 0;
   if (!str("gpu", &e->device.gpu_name) || !integer("sm_count", &sm) || !integer("compute_capability", &cc) ||
       !str("fp4kit_version", &e->device.fp4kit_version) || !str("op", &e->key.op) || !str("a_dtype", &a) ||
       !str("d_dtype", &d) || !integer("n", &e->key.n) || !integer("k", &e->key.k) ||
-      !integer("m_bucket", &e->key.m_bucket) || !integer("tactic", &tactic) || !str("tactic_name", &e->tactic_name))
+      !integer("m_bucket", &e->key.m_bucket) || !integer("tactic", &tactic) || !str("tactic_name", &e->tactic_name) ||
+      !optional_integer("groups", &e->key.groups) || !optional_integer("experts", &e->key.experts) ||
+      !optional_integer("top_k", &e->key.top_k))
     return false;
   auto us = j.find("us");
   if (us == j.end() || !us->is_number()) return false;
@@ -132,6 +155,12 @@ bool entry_from_json(const json& j, TuneEntry* e) {
   if (!parse_dtype(a, &e->key.a_dtype) || !parse_dtype(d, &e->key.d_dtype)) return false;
   if (sm < 0 || sm > (1 << 20) || cc < 0 || cc > 10000 || tactic < 0 || tactic > (1 << 20)) return false;
   if (e->key.n <= 0 || e->key.k <= 0 || e->key.m_bucket <= 0) return false;
+  const TuneKey& key = e->key;
+  if (op_code(key.op) == kGroupedOp) {
+    if (key.groups <= 0 || key.experts < key.groups || key.top_k <= 0 || key.top_k > key.experts) return false;
+  } else if (key.groups != 0 || key.experts != 0 || key.top_k != 0) {
+    return false;  // dense keys have no groups
+  }
   e->device.sm_count = int(sm);
   e->device.compute_capability = int(cc);
   e->tactic = int(tactic);
@@ -150,6 +179,11 @@ json entry_to_json(const TuneEntry& e) {
   j["n"] = e.key.n;
   j["k"] = e.key.k;
   j["m_bucket"] = e.key.m_bucket;
+  if (op_code(e.key.op) == kGroupedOp) {  // dense entries keep the original field set
+    j["groups"] = e.key.groups;
+    j["experts"] = e.key.experts;
+    j["top_k"] = e.key.top_k;
+  }
   j["tactic"] = e.tactic;
   j["tactic_name"] = e.tactic_name;
   j["us"] = e.us;
@@ -190,6 +224,13 @@ Parsed parse_text(const std::string& text) {
     return p;
   }
   for (const json& x : *ent) {
+    if (x.is_object()) {
+      auto op = x.find("op");
+      if (op != x.end() && op->is_string() && op_code(op->get<std::string>()) < 0) {
+        p.other_ops.push_back(x.dump());
+        continue;
+      }
+    }
     TuneEntry e;
     if (entry_from_json(x, &e))
       p.entries.push_back(std::move(e));
@@ -199,9 +240,10 @@ Parsed parse_text(const std::string& text) {
   return p;
 }
 
-std::string to_text(const std::vector<TuneEntry>& entries) {
+std::string to_text(const std::vector<TuneEntry>& entries, const std::vector<std::string>& other_ops) {
   json arr = json::array();
   for (const TuneEntry& e : entries) arr.push_back(entry_to_json(e));
+  for (const std::string& x : other_ops) arr.push_back(json::parse(x));
   json j = json::object();
   j["format"] = kFormatName;
   j["format_version"] = kFormatVersion;
@@ -215,7 +257,7 @@ Parsed parse_text(const std::string&) {
   p.corrupt_reason = "this build of fp4kit has no JSON support (nlohmann/json.hpp not found)";
   return p;
 }
-std::string to_text(const std::vector<TuneEntry>&) { return {}; }
+std::string to_text(const std::vector<TuneEntry>&, const std::vector<std::string>&) { return {}; }
 #endif
 
 // mkdir -p of the directory part of `path`.
@@ -313,9 +355,10 @@ struct TuneCache::Impl {
   std::vector<TuneEntry> mine;                      // this device's valid entries
   std::vector<TuneEntry> dirty;                     // inserted, not yet saved
   std::atomic<int> warnings{0};
+  std::atomic<uint64_t> generation{0};
 
   static MapKey map_key(const TuneKey& k) {
-    return MapKey{op_code(k.op), int(k.a_dtype), int(k.d_dtype), k.n, k.k, k.m_bucket};
+    return MapKey{op_code(k.op), int(k.a_dtype), int(k.d_dtype), k.n, k.k, k.m_bucket, k.groups, k.experts, k.top_k};
   }
   void put(const TuneEntry& e) {  // caller holds mu exclusively
     const MapKey mk = map_key(e.key);
@@ -378,12 +421,14 @@ void TuneCache::ensure_loaded() {
   }
   // Entries inserted before a reload stay.
   for (const TuneEntry& e : impl_->dirty) impl_->put(e);
+  impl_->generation.fetch_add(1);
   impl_->loaded.store(true, std::memory_order_release);
 }
 
-int TuneCache::lookup(std::string_view op, DType a_dtype, DType d_dtype, int64_t n, int64_t k, int64_t m_bucket) {
+int TuneCache::lookup(std::string_view op, DType a_dtype, DType d_dtype, int64_t n, int64_t k, int64_t m_bucket,
+                      int64_t groups, int64_t experts, int64_t top_k) {
   ensure_loaded();
-  const MapKey mk{op_code(op), int(a_dtype), int(d_dtype), n, k, m_bucket};
+  const MapKey mk{op_code(op), int(a_dtype), int(d_dtype), n, k, m_bucket, groups, experts, top_k};
   if (mk.op < 0) return -1;
   std::shared_lock lock(impl_->mu);
   auto it = impl_->map.find(mk);
@@ -394,6 +439,7 @@ void TuneCache::insert(TuneEntry entry) {
   ensure_loaded();
   entry.device = device_;
   std::unique_lock lock(impl_->mu);
+  impl_->generation.fetch_add(1);
   for (TuneEntry& d : impl_->dirty) {
     if (d.key == entry.key) {
       d = entry;
@@ -430,11 +476,12 @@ Status TuneCache::save() {
     merged.push_back(std::move(e));
   }
   for (const TuneEntry& d : impl_->dirty) merged.push_back(d);
-  FP4KIT_RETURN_IF_ERROR(write_atomically(path_, to_text(merged)));
+  FP4KIT_RETURN_IF_ERROR(write_atomically(path_, to_text(merged, p.other_ops)));
   // Take in the other processes' entries for this device too.
   for (const TuneEntry& e : merged)
     if (e.device == device_ && op_code(e.key.op) >= 0) impl_->put(e);
   impl_->dirty.clear();
+  impl_->generation.fetch_add(1);
   return Status::ok();
 #endif
 }
@@ -446,6 +493,11 @@ std::vector<TuneEntry> TuneCache::entries() {
 }
 
 int TuneCache::warnings() const { return impl_->warnings.load(); }
+
+uint64_t TuneCache::generation() {
+  ensure_loaded();
+  return impl_->generation.load();
+}
 
 void TuneCache::reload() {
   std::unique_lock lock(impl_->mu);

@@ -1,181 +1,41 @@
 // The GEMM profiler of the autotuner (docs/TUNING.md): random inputs rotated beyond 2x L2, warm-up,
 // CUDA-graph replay of a batch of calls timed by events, median over replays. A tactic that cannot
 // implement the problem or fails is recorded and skipped.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "fp4kit/device.h"
 #include "fp4kit/gemm.h"
 #include "fp4kit/tune.h"
-#include "gemm/prepacked_layout.h"
 #include "gemm/tactics.h"
+#include "tune/profile_common.h"
+#include "tune/winner.h"
 
 namespace fp4kit {
 namespace {
 
-// tune_gemm keeps the heuristic's tactic unless another is faster by more than this fraction.
-constexpr double kTuneTieMargin = 0.015;
-
-Status cuda_status(cudaError_t e, const std::string& what) {
-  if (e == cudaSuccess) return Status::ok();
-  cudaGetLastError();
-  return Status(StatusCode::kCudaError, "tune: " + what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-}
-#define TUNE_CUDA(expr, what) FP4KIT_RETURN_IF_ERROR(cuda_status((expr), (what)))
-
-__device__ __forceinline__ uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// Bytes uniformly in [lo, hi].
-__global__ void fill_bytes_kernel(uint8_t* p, int64_t n, uint64_t seed, int lo, int hi) {
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    p[i] = uint8_t(lo + int(mix64(seed ^ uint64_t(i) * 0x100000001b3ull) % uint64_t(hi - lo + 1)));
-}
-
-// 16-bit floats uniform in [-1, 1).
-template <class T>
-__global__ void fill_half_kernel(T* p, int64_t n, uint64_t seed) {
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const float u = float(mix64(seed ^ uint64_t(i) * 0x100000001b3ull) >> 40) * (1.0f / 16777216.0f);
-    if constexpr (std::is_same_v<T, __nv_bfloat16>)
-      p[i] = __float2bfloat16(2.0f * u - 1.0f);
-    else
-      p[i] = __float2half(2.0f * u - 1.0f);
-  }
-}
-
-__global__ void delay_kernel(unsigned long long ns) {
-  unsigned long long start;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  for (;;) {
-    unsigned long long now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (now - start >= ns) break;
-    __nanosleep(1000);
-  }
-}
-
-Status fill_bytes(void* p, int64_t n, uint64_t seed, int lo, int hi, cudaStream_t s) {
-  if (n <= 0) return Status::ok();
-  fill_bytes_kernel<<<1024, 256, 0, s>>>(static_cast<uint8_t*>(p), n, seed, lo, hi);
-  return cuda_status(cudaGetLastError(), "fill kernel");
-}
-
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (ptr) cudaFree(ptr);
-  }
-  Status alloc(size_t bytes, const char* what) {
-    return cuda_status(cudaMalloc(&ptr, std::max<size_t>(bytes, 16)), std::string("cudaMalloc ") + what + " (" +
-                                                                           std::to_string(bytes) + " bytes)");
-  }
-};
-
-struct Stream {
-  cudaStream_t s = nullptr;
-  ~Stream() {
-    if (s) cudaStreamDestroy(s);
-  }
-};
-
-struct Events {
-  std::vector<cudaEvent_t> ev;
-  ~Events() {
-    for (cudaEvent_t e : ev)
-      if (e) cudaEventDestroy(e);
-  }
-  Status create(size_t n) {
-    ev.assign(n, nullptr);
-    for (auto& e : ev) TUNE_CUDA(cudaEventCreate(&e), "cudaEventCreate");
-    return Status::ok();
-  }
-};
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
+using tune_impl::DeviceBuffer;
+using tune_impl::Stream;
 
 // One input set per rotation slot.
 struct InputSet {
   DeviceBuffer a, a_scales, b, d;
 };
 
-// Times `calls` (call i uses set i % sets) for one tactic.
+// Times calls of one tactic (call i uses set i % sets).
 Status time_tactic(const std::vector<GemmParams>& sets, int tactic, void* ws, size_t ws_bytes,
                    const ProfileOptions& opt, cudaStream_t stream, double* us) {
-  int call = 0;
-  auto one = [&]() -> Status {
-    GemmParams p = sets[size_t(call++) % sets.size()];
+  auto call = [&](int i) -> Status {
+    GemmParams p = sets[size_t(i) % sets.size()];
     p.tactic = tactic;
     return gemm(p, ws, ws_bytes, stream);
   };
-  for (int i = 0; i < std::max(1, opt.warmup); ++i) FP4KIT_RETURN_IF_ERROR(one());
-  TUNE_CUDA(cudaStreamSynchronize(stream), "warm-up");
-
-  // Every input set is used once per replay, so each replay's working set exceeds the L2 target.
-  const int batch = std::max({1, opt.graph_batch, int(sets.size())});
-  cudaGraph_t graph = nullptr;
-  TUNE_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-  const Status cs = [&]() -> Status {
-    for (int i = 0; i < batch; ++i) FP4KIT_RETURN_IF_ERROR(one());
-    return Status::ok();
-  }();
-  const cudaError_t ec = cudaStreamEndCapture(stream, &graph);
-  if (!cs.is_ok()) {
-    if (graph) cudaGraphDestroy(graph);
-    cudaGetLastError();
-    return cs;
-  }
-  TUNE_CUDA(ec, "cudaStreamEndCapture");
-  cudaGraphExec_t exec = nullptr;
-  const cudaError_t ei = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  TUNE_CUDA(ei, "cudaGraphInstantiate");
-  const int reps = std::max(1, opt.repeats);
-  std::vector<double> per_call;
-  const Status rs = [&]() -> Status {
-    Events e;
-    FP4KIT_RETURN_IF_ERROR(e.create(size_t(reps) + 1));
-    TUNE_CUDA(cudaGraphLaunch(exec, stream), "cudaGraphLaunch (warm-up)");
-    delay_kernel<<<1, 1, 0, stream>>>(200000ull);  // queue every replay before the first runs
-    TUNE_CUDA(cudaGetLastError(), "delay kernel");
-    for (int i = 0; i < reps; ++i) {
-      TUNE_CUDA(cudaEventRecord(e.ev[size_t(i)], stream), "cudaEventRecord");
-      TUNE_CUDA(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-    }
-    TUNE_CUDA(cudaEventRecord(e.ev[size_t(reps)], stream), "cudaEventRecord");
-    TUNE_CUDA(cudaStreamSynchronize(stream), "graph replays");
-    for (int i = 0; i < reps; ++i) {
-      float ms = 0;
-      TUNE_CUDA(cudaEventElapsedTime(&ms, e.ev[size_t(i)], e.ev[size_t(i) + 1]), "cudaEventElapsedTime");
-      per_call.push_back(1000.0 * ms / batch);
-    }
-    return Status::ok();
-  }();
-  cudaGraphExecDestroy(exec);
-  FP4KIT_RETURN_IF_ERROR(rs);
-  *us = median_of(per_call);
-  return Status::ok();
+  return tune_impl::time_calls(call, int(sets.size()), opt, stream, us);
 }
 
 }  // namespace
@@ -218,7 +78,6 @@ Status profile_gemm(const GemmParams& shape, const std::vector<int>& tactics_in,
 
   std::vector<InputSet> bufs(static_cast<size_t>(sets));
   std::vector<GemmParams> params;
-  const gemm_impl::PrepackedShape ps = gemm_impl::prepacked_shape(n, k);
   for (int i = 0; i < sets; ++i) {
     InputSet& s = bufs[size_t(i)];
     const uint64_t seed = opt.seed * 0x9e3779b97f4a7c15ull + uint64_t(i) * 7919;
@@ -227,21 +86,12 @@ Status profile_gemm(const GemmParams& shape, const std::vector<int>& tactics_in,
     FP4KIT_RETURN_IF_ERROR(s.d.alloc(d_bytes, "D"));
     if (w4a4) {
       FP4KIT_RETURN_IF_ERROR(s.a_scales.alloc(a_sf_bytes, "A scales"));
-      FP4KIT_RETURN_IF_ERROR(fill_bytes(s.a.ptr, int64_t(a_bytes), seed + 1, 0, 255, stream.s));
-      FP4KIT_RETURN_IF_ERROR(fill_bytes(s.a_scales.ptr, int64_t(a_sf_bytes), seed + 2, 0x30, 0x40, stream.s));
+      FP4KIT_RETURN_IF_ERROR(tune_impl::fill_bytes(s.a.ptr, int64_t(a_bytes), seed + 1, 0, 255, stream.s));
+      FP4KIT_RETURN_IF_ERROR(tune_impl::fill_bytes(s.a_scales.ptr, int64_t(a_sf_bytes), seed + 2, 0x30, 0x40, stream.s));
     } else {
-      const int64_t count = m * k;
-      if (shape.a_dtype == DType::kFP16)
-        fill_half_kernel<<<1024, 256, 0, stream.s>>>(static_cast<__half*>(s.a.ptr), count, seed + 1);
-      else
-        fill_half_kernel<<<1024, 256, 0, stream.s>>>(static_cast<__nv_bfloat16*>(s.a.ptr), count, seed + 1);
-      TUNE_CUDA(cudaGetLastError(), "fill A");
+      FP4KIT_RETURN_IF_ERROR(tune_impl::fill_half(s.a.ptr, m * k, shape.a_dtype, seed + 1, stream.s));
     }
-    // Prepacked weights: codes are any bytes; the scale region must hold valid encoded scales
-    // (0x98..0xB8 = 0.125..2.0, src/gemm/prepacked_layout.h).
-    FP4KIT_RETURN_IF_ERROR(fill_bytes(s.b.ptr, ps.code_bytes(), seed + 3, 0, 255, stream.s));
-    FP4KIT_RETURN_IF_ERROR(fill_bytes(static_cast<uint8_t*>(s.b.ptr) + ps.code_bytes(),
-                                      int64_t(b_bytes) - ps.code_bytes(), seed + 4, 0x98, 0xB8, stream.s));
+    FP4KIT_RETURN_IF_ERROR(tune_impl::fill_prepacked(s.b.ptr, 1, n, k, seed + 3, stream.s));
     GemmParams p;
     p.m = m;
     p.n = n;
@@ -323,24 +173,7 @@ Status tune_gemm(const std::vector<GemmShape>& shapes, const std::vector<int64_t
       if (!tactics.empty() && std::find(tactics.begin(), tactics.end(), r.heuristic_tactic) == tactics.end())
         tactics.push_back(r.heuristic_tactic);
       FP4KIT_RETURN_IF_ERROR(profile_gemm(p, tactics, opt.profile, &r.timings));
-      for (const TacticTiming& t : r.timings) {
-        if (t.us >= 0 && (r.best_tactic < 0 || t.us < r.best_us)) {
-          r.best_tactic = t.tactic;
-          r.best_name = t.name;
-          r.best_us = t.us;
-        }
-        if (t.tactic == r.heuristic_tactic) r.heuristic_us = t.us;
-      }
-      // A near-tie is not evidence: timings of equally fast tactics swap from run to run (and
-      // between graph replay here and eager calls elsewhere). Keep the heuristic's tactic unless
-      // another one beats it by more than kTuneTieMargin.
-      if (r.heuristic_us >= 0 && r.best_tactic != r.heuristic_tactic &&
-          r.best_us * (1.0 + kTuneTieMargin) >= r.heuristic_us) {
-        r.best_tactic = r.heuristic_tactic;
-        r.best_us = r.heuristic_us;
-        for (const TacticTiming& t : r.timings)
-          if (t.tactic == r.heuristic_tactic) r.best_name = t.name;
-      }
+      tune_impl::pick_winner(&r);
       if (cache && r.best_tactic >= 0) {
         TuneEntry e;
         e.key = r.key;

@@ -275,8 +275,10 @@ TEST(MoeApi, GroupedWorkspaceBoundCoversEveryT) {
   const int64_t max_tokens = 300, top_k = 8;
   for (int64_t groups : {8, 256}) {
     for (int tactic = -1; tactic < gemm_impl::grouped_gemm_tactic_count(); ++tactic) {
-      const size_t bound =
-          moe_impl::grouped_workspace_bound(groups, max_tokens, top_k, 1024, 2048, DType::kBF16, tactic);
+      moe_impl::MoeGemm mg;
+      mg.shape = GroupedGemmShape{1024, 2048, groups, groups, top_k};
+      mg.tactic = tactic;
+      const size_t bound = moe_impl::grouped_workspace_bound(mg, max_tokens, nullptr);
       gemm_impl::GroupedGemmParams g;
       g.groups = groups;
       g.n = 1024;

@@ -2,7 +2,8 @@
 // reference::moe_route): W4A16 and W4A4 (16-bit and pre-quantized input), BF16 and FP16, expert
 // parallelism, both permutation paths (fused single kernel and multi-kernel), poisoned outputs,
 // bit-identical reruns, T = 0, bad expert ids, tokens with no local expert, CUDA graph capture, and
-// prepack_moe_weights against per-expert prepack_weights. Skips without an sm_90a GPU.
+// prepack_moe_weights against per-expert prepack_weights; the per-entry small-batch path against the
+// reference and the pipeline. Skips without an sm_90a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -20,6 +21,7 @@
 #include "fp4kit/layout.h"
 #include "fp4kit/moe.h"
 #include "fp4kit/reference.h"
+#include "moe/moe_path.h"
 
 using namespace fp4kit;
 
@@ -691,6 +693,249 @@ TEST(MoeGpu, PrepackMatchesPerExpertPrepack) {
     ds.upload(bad);
     const Status s = prepack_moe_weights(mp, nullptr);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  }
+}
+
+// ---- the per-entry small-batch path (src/moe/per_entry.cu) -------------------------------------------------------
+namespace {
+
+const char* path_name(MoePath p) {
+  return p == MoePath::kPerEntry ? "per-entry" : p == MoePath::kPipeline ? "pipeline" : "auto";
+}
+
+// `base` restricted to its first T tokens with the 16-bit activations re-drawn in `act` (the
+// weights, drawn in BF16, do not depend on the activation dtype; W4A16 alphas likewise).
+Layer derive_layer(const Layer& base, int64_t T, DType act, uint32_t seed) {
+  Layer L = base;
+  L.c.T = T;
+  L.c.act = act;
+  std::mt19937 rng(seed);
+  L.input16 = random_16bit(T * L.c.H, act, rng, 1.0f);
+  L.sel.resize(size_t(T * L.c.k));
+  L.scales.resize(size_t(T * L.c.k));
+  return L;
+}
+
+// Expert parallelism (ep_size 2): token 1 (if any) gets only experts of the other rank (its output
+// must be +0), and slot k-1 of token 0 an invalid id `bad` (treated as not routed). Returns the
+// routing the reference sees: the invalid id replaced by a non-local expert token 0 does not use.
+std::vector<int32_t> add_nonlocal_and_invalid(Layer& L, int32_t bad) {
+  const Config& c = L.c;
+  const int64_t other = (c.ep_rank + 1) % c.ep_size;
+  const int64_t first_other = other * L.e_local;
+  if (c.T >= 2)
+    for (int64_t j = 0; j < c.k; ++j) L.sel[size_t(c.k + j)] = int32_t(first_other + j);
+  std::vector<int32_t> sel_ref = L.sel;
+  int32_t unused = int32_t(first_other);
+  auto used = [&](int32_t e) {
+    for (int64_t j = 0; j < c.k; ++j)
+      if (L.sel[size_t(j)] == e) return true;
+    return false;
+  };
+  while (used(unused)) ++unused;
+  L.sel[size_t(c.k - 1)] = bad;
+  sel_ref[size_t(c.k - 1)] = unused;
+  return sel_ref;
+}
+
+// fused_moe with `path` forced, twice on a poisoned output and workspace: the reference tolerance,
+// exact zeros for tokens without a local expert, bit-identical reruns. Returns the output.
+std::vector<uint16_t> run_forced(DeviceLayer& D, const Layer& L, const std::vector<int32_t>& sel_ref,
+                                 const RefOut& ref, MoePath path) {
+  SCOPED_TRACE(std::string("path ") + path_name(path));
+  MoeParams p = D.p;
+  p.path = path;
+  p.check_expert_ids = false;  // the routing may hold an invalid id on purpose
+  const size_t ws_bytes = moe_workspace_bytes(p);
+  EXPECT_GT(ws_bytes, 0u);
+  DeviceBuffer<uint8_t> ws(ws_bytes);
+  std::vector<uint16_t> first;
+  for (int rep = 0; rep < 2; ++rep) {
+    D.out.poison();
+    ws.poison();
+    const Status s = fused_moe(p, ws.ptr, ws_bytes, nullptr);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<uint16_t> got = D.out.download();
+    if (rep == 0) {
+      const Compare r = compare(got, ref, L.c.act);
+      EXPECT_EQ(r.nonfinite, 0);
+      EXPECT_LE(r.rel, 5e-3);
+      expect_zero_rows(L, sel_ref, got);
+      first = got;
+    } else {
+      EXPECT_EQ(std::memcmp(first.data(), got.data(), got.size() * 2), 0) << "not bit-identical run to run";
+    }
+  }
+  return first;
+}
+
+// Both paths against the reference and each other (the GEMM summation orders differ, so the two
+// need not be bit-equal; both are within the reference tolerance).
+void run_both_paths(const Layer& L, const std::vector<int32_t>& sel_ref) {
+  SCOPED_TRACE(L.c.name());
+  const RefOut ref = reference_run(L, sel_ref);
+  DeviceLayer D(L);
+  const std::vector<uint16_t> per_entry = run_forced(D, L, sel_ref, ref, MoePath::kPerEntry);
+  const std::vector<uint16_t> pipeline = run_forced(D, L, sel_ref, ref, MoePath::kPipeline);
+  double num = 0, den = 0;
+  for (size_t i = 0; i < per_entry.size(); ++i) {
+    const double a = to_double(per_entry[i], L.c.act), b = to_double(pipeline[i], L.c.act);
+    num += (a - b) * (a - b);
+    den += b * b;
+  }
+  EXPECT_LE(std::sqrt(num / std::max(den, 1e-300)), 1e-2) << "per-entry vs pipeline";
+}
+
+}  // namespace
+
+// W4A16, BF16 and FP16, T = 1..3, both paths forced: a small ragged shape and a Qwen-like one
+// (H = 2048, I = 512, k = 8), with and without expert parallelism; under ep_size 2 one token has no
+// local expert (zeros) and one slot an invalid id.
+TEST(MoeGpu, PerEntryMatchesReferenceAndPipeline) {
+  FP4KIT_REQUIRE_SM90A();
+  struct Shape {
+    int64_t H, I, E, k, ep_size, ep_rank;
+  };
+  uint32_t seed = 11000;
+  for (const Shape& s : {Shape{192, 128, 16, 4, 1, 0}, Shape{192, 128, 16, 4, 2, 1}, Shape{2048, 512, 64, 8, 2, 0}}) {
+    // Weights once per shape (the large one is 32 local experts of 3M weights).
+    const Layer base = make_layer({3, s.H, s.I, s.E, s.k, s.ep_size, s.ep_rank, MoeMode::kW4A16, DType::kBF16}, seed++);
+    for (DType act : {DType::kBF16, DType::kFP16}) {
+      for (int64_t T : {1, 2, 3}) {
+        Layer L = derive_layer(base, T, act, seed++);  // routing: base's first T tokens
+        std::vector<int32_t> sel_ref = L.sel;
+        if (s.ep_size > 1) sel_ref = add_nonlocal_and_invalid(L, T == 2 ? -1 : int32_t(s.E));
+        run_both_paths(L, sel_ref);
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
+// W4A4 (16-bit input quantized with fc1_act_global, pre-quantized NVFP4 input, per-expert act
+// globals) through the per-entry path.
+TEST(MoeGpu, PerEntryW4A4MatchesReference) {
+  FP4KIT_REQUIRE_SM90A();
+  uint32_t seed = 12000;
+  for (int64_t T : {1, 2, 3}) {
+    Config a{T, 128, 128, 8, 2, 1, 0, MoeMode::kW4A4, DType::kBF16};
+    Config b{T, 256, 192, 16, 4, 2, 0, MoeMode::kW4A4, DType::kFP16};
+    b.per_expert_globals = true;
+    Config f{T, 256, 128, 16, 4, 2, 1, MoeMode::kW4A4, DType::kBF16};
+    f.fp4_input = true;
+    Config g{T, 128, 192, 8, 2, 1, 0, MoeMode::kW4A4, DType::kFP16};
+    g.fp4_input = true;
+    g.per_expert_globals = true;
+    for (const Config& c : {a, b, f, g}) {
+      const Layer L = make_layer(c, seed++);
+      run_both_paths(L, L.sel);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+// check_expert_ids on the per-entry path: a bad id is reported before the output is written; a
+// token may repeat an expert (up to T rows per expert), beyond that it is reported as by the
+// pipeline; ids are re-checked on every call.
+TEST(MoeGpu, PerEntryChecksExpertIds) {
+  FP4KIT_REQUIRE_SM90A();
+  Config c{3, 128, 64, 8, 2, 2, 0, MoeMode::kW4A16, DType::kBF16};
+  Layer L = make_layer(c, 13000);
+  const std::vector<int32_t> good = L.sel;
+  DeviceLayer D(L);
+  D.p.path = MoePath::kPerEntry;
+  D.p.check_expert_ids = true;
+  const size_t ws_bytes = moe_workspace_bytes(D.p);
+  DeviceBuffer<uint8_t> ws(ws_bytes);
+
+  std::vector<int32_t> bad = good;
+  bad[3] = 8;
+  D.sel.upload(bad);
+  D.out.poison();
+  const Status s = fused_moe(D.p, ws.ptr, ws_bytes, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("fused_moe: selected_experts holds an expert id outside [0, E)"), std::string::npos)
+      << s.message();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (uint16_t v : D.out.download()) ASSERT_EQ(v, 0xffff);  // output untouched
+
+  // Token 0 repeats local expert 1 (2 rows <= T): fine, and computed as two slots.
+  std::vector<int32_t> rep = good;
+  for (int64_t t = 1; t < c.T; ++t)
+    for (int64_t j = 0; j < c.k; ++j)
+      if (rep[size_t(t * c.k + j)] == 1) rep[size_t(t * c.k + j)] = rep[size_t(t * c.k + 1 - j)] == 6 ? 7 : 6;
+  rep[0] = rep[1] = 1;
+  D.sel.upload(rep);
+  D.out.poison();
+  FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  L.sel = rep;
+  const Compare r = compare(D.out.download(), reference_run(L, rep), c.act);
+  EXPECT_EQ(r.nonfinite, 0);
+  EXPECT_LE(r.rel, 5e-3);
+
+  // Every slot expert 1: 2T rows.
+  std::vector<int32_t> over(good.size(), 1);
+  D.sel.upload(over);
+  D.out.poison();
+  const Status s2 = fused_moe(D.p, ws.ptr, ws_bytes, nullptr);
+  EXPECT_EQ(s2.code(), StatusCode::kInvalidArgument) << s2.to_string();
+  EXPECT_NE(s2.message().find("selects the same expert twice"), std::string::npos) << s2.message();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (uint16_t v : D.out.download()) ASSERT_EQ(v, 0xffff);
+
+  // A valid batch again.
+  D.sel.upload(good);
+  FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// The per-entry path's two kernels (the second launched with programmatic dependent launch)
+// captured in a CUDA graph, several layer calls back to back: replays are bit-identical to direct
+// calls. kAuto at T = 1 and 2 picks the per-entry path here (E_local = 64 >= 4 T k).
+TEST(MoeGpu, PerEntryGraphReplaysBitIdentical) {
+  FP4KIT_REQUIRE_SM90A();
+  for (int64_t T : {1, 2}) {
+    Config c{T, 256, 128, 64, 8, 1, 0, MoeMode::kW4A16, DType::kBF16};
+    const Layer L = make_layer(c, 14000 + uint32_t(T));
+    const RefOut ref = reference_run(L, L.sel);
+    DeviceLayer D(L);
+    D.p.check_expert_ids = false;
+    ASSERT_TRUE(moe_impl::use_per_entry_path(D.p.path, c.T, c.k, c.H, c.E));
+    const size_t ws_bytes = moe_workspace_bytes(D.p);
+    DeviceBuffer<uint8_t> ws(ws_bytes);
+    cudaStream_t stream;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    D.out.poison();
+    FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, stream));
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const std::vector<uint16_t> direct = D.out.download();
+    const Compare r = compare(direct, ref, c.act);
+    EXPECT_EQ(r.nonfinite, 0);
+    EXPECT_LE(r.rel, 5e-3);
+
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    std::string capture_error;
+    for (int i = 0; i < 4; ++i) {
+      const Status s = fused_moe(D.p, ws.ptr, ws_bytes, stream);
+      if (!s.is_ok() && capture_error.empty()) capture_error = s.to_string();
+    }
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    ASSERT_TRUE(capture_error.empty()) << capture_error;
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int rep = 0; rep < 3; ++rep) {
+      D.out.poison();
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      const std::vector<uint16_t> got = D.out.download();
+      EXPECT_EQ(std::memcmp(direct.data(), got.data(), got.size() * 2), 0) << "T=" << T << " replay " << rep;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
   }
 }
 

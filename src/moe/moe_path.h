@@ -1,0 +1,62 @@
+// Which path fused_moe takes for a call (MoeParams::path): the permute + grouped-GEMM pipeline
+// (src/moe/fused_moe.cu) or the per-entry small-batch path (src/moe/per_entry.cu). Host only, no
+// CUDA; unit-tested on the CPU (tests/moe/moe_api_test.cpp). The kAuto rule is a first guess, to be
+// tuned on the GPU with `fp4kit bench moe --path pipeline|per-entry --graph`.
+#pragma once
+
+#include <cstdint>
+
+#include "fp4kit/moe.h"
+
+namespace fp4kit::moe_impl {
+
+// Limits of the per-entry kernels: kernel B keeps one token's local slots in shared memory (one
+// per lane of a warp), kernel A stages one hidden-state row (2H bytes, 16-bit) in shared memory
+// within the 48 KB default, and its grid has one row of CTAs per (token, slot) entry.
+inline constexpr int64_t kPerEntryMaxTopK = 32;
+inline constexpr int64_t kPerEntryMaxHidden = 16384;
+inline constexpr int64_t kPerEntryMaxEntries = 65535;  // T * top_k (gridDim.y)
+
+inline bool per_entry_supported(int64_t tokens, int64_t top_k, int64_t hidden) {
+  return top_k >= 1 && top_k <= kPerEntryMaxTopK && hidden >= 1 && hidden <= kPerEntryMaxHidden && tokens >= 0 &&
+         tokens <= kPerEntryMaxEntries / top_k;
+}
+
+// The kAuto heuristic. The per-entry path costs 2 kernel launches instead of the pipeline's 5 (at
+// small T each launch and dependency costs microseconds on an H100, more than the weights take),
+// but it streams each (token, slot) entry's expert weights separately: an expert chosen by several
+// of the T tokens is read once per entry, where the pipeline reads every active expert once and
+// multiplies all its rows together. So:
+//  * T == 1: the k slots of one token name k experts (distinct in practice), so both paths read the
+//    same weights: per-entry whenever it is supported.
+//  * T > 1: per-entry only while the entries are few (T·k <= 32: the launch overhead dominates)
+//    and the experts are many compared with the entries (E_local >= 4·T·k: uniform routing then
+//    repeats few experts, about (T·k)² / (2·E_local) <= T·k / 8).
+// Measured on an H100 (W4A16, graph replay, uniform routing; docs/PERF.md, session 3), per-entry vs
+// pipeline: Qwen3.6-35B-A3B T = 1, 2, 4: 13.9 / 19.7 / 36.2 vs 23.2 / 29.7 / 41.6 us, T = 8: 64.4 vs
+// 67.4 (T·k = 64: not taken), T = 16: 117.8 vs 103.3; DeepSeek-V3 T = 1, 2, 4: 91.7 / 171.6 / 318.4
+// vs 109.7 / 182.2 / 327.7 us, T = 8: 654 vs 597; Mixtral (E = 8, k = 2) T = 1: 81.6 vs 101.3 us,
+// T = 2: 153.3 vs 146.7 (repeated experts: not taken), T >= 4: per-entry up to 3.8x slower.
+inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t e_local) {
+  const int64_t entries = tokens * top_k;
+  if (tokens == 1) return true;
+  return entries <= 32 && e_local >= 4 * entries;
+}
+
+// The decision for one call (the shape checks of fused_moe passed; a forced kPerEntry that is not
+// supported has been rejected by them).
+inline bool use_per_entry_path(MoePath path, int64_t tokens, int64_t top_k, int64_t hidden, int64_t e_local) {
+  switch (path) {
+    case MoePath::kPipeline: return false;
+    case MoePath::kPerEntry: return true;
+    case MoePath::kAuto:
+      return per_entry_supported(tokens, top_k, hidden) && per_entry_preferred(tokens, top_k, e_local);
+  }
+  return false;
+}
+
+inline bool is_moe_path(MoePath path) {
+  return path == MoePath::kAuto || path == MoePath::kPipeline || path == MoePath::kPerEntry;
+}
+
+}  // namespace fp4kit::moe_impl

@@ -1,0 +1,508 @@
+// The per-entry small-batch path of fused_moe: two kernels, no permutation (when it runs:
+// src/moe/moe_path.h; the pipeline it replaces: src/moe/fused_moe.cu).
+//
+// At T = 1 the pipeline's five launches (permute, FC1, SwiGLU, FC2, finalize) each cost several
+// microseconds of launch and dependency latency on an H100, more than the active weights need.
+// Here each (token t, slot j) "entry" is its own tiny GEMV against its expert's weights:
+//
+//  A  per_entry_fc1_kernel, grid (I/16, T*k), 8 warps. CTA (b, entry) with local expert e computes
+//     the 16 up rows [16b, 16b+16) and the matching gate rows [I+16b, ...) of FC1_e · x[t]: the
+//     warps split K = H into 8 contiguous chunk ranges, each streams the prepacked weights of both
+//     tiles (128-bit ld.global.nc.L1::no_allocate, 4 chunks x 2 tiles = 8 loads in flight per lane),
+//     decodes them to BF16/FP16 fragments (gemm/sm90/fragment_decode.cuh) and multiplies them with
+//     mma.m16n8k16 (weights = the 16-row A operand, x[t] = every column of B; column 0 is used),
+//     FP32 accumulation. x[t] is staged once per CTA in shared memory as the FC1 input the contract
+//     defines (W4A16: the 16-bit row; W4A4: quantized with fc1_act_global (kExact) or decoded from
+//     the NVFP4 input, then e2m1*sf). The 8 FP32 partials of each row are summed in warp order, then
+//       y = r16((sum * 2^7) * alpha1[e])            (2^7: the prepacked weight scale, exact)
+//       h = r16(silu(y_gate) * y_up)                (moe_device.cuh swiglu, IEEE FP32)
+//     W4A4: h is quantized with fc2_act_global (kExact) and stored decoded; -> h[entry][16b..16b+16)
+//     in the workspace. Entries whose expert is not local (or whose id is invalid) exit at once.
+//  B  per_entry_fc2_kernel, grid (H/16, T), 8 warps, launched with programmatic dependent launch
+//     (PDL) after A. CTA (b, t) lists the local slots of token t in j order (shared memory), splits
+//     each slot's K = I into KS contiguous ranges ("units", KS chosen per CTA to balance the 8
+//     warps) and streams W2 rows [16b, 16b+16) of each unit's expert. The weights do not depend on
+//     A, so every warp issues its first load group BEFORE griddepcontrol.wait (overlapping A's
+//     tail); h is read after it. Finalize, per row, in fixed order:
+//       z_j = r16((Σ_ks partial[j][ks] * 2^7) * alpha2[e_j])      (whole K sum first)
+//       acc = +0; acc = __fadd_rn(acc, __fmul_rn(final_scales[t, j], z_j)) for local j in order
+//       out[t, row] = r16(acc)                                     (no local slot: +0)
+//
+// No atomics; every sum has a fixed order: bit-identical run to run. The numerics are the
+// contract's (docs/MOE.md); against the pipeline only the FP32 summation order of the GEMMs differs.
+// check_expert_ids: CTA (0, 0) of A also checks all ids (an id outside [0, E), an expert with more
+// than T rows) into the workspace header; the host reads it between A and B (B then runs without
+// PDL), so a bad batch returns before the output is written, as in the pipeline.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+#include <type_traits>
+
+#include "common/cuda_check.h"
+#include "fp4kit/device.h"
+#include "gemm/prepacked_layout.h"
+#include "gemm/sm90/decode_kernel.cuh"  // load_stream_u4/u2, mma_m16n8k16 (and fragment_decode.cuh)
+#include "moe/moe_device.cuh"
+#include "moe/moe_kernels.h"
+#include "moe/moe_path.h"
+#include "moe/per_entry.h"
+#include "quant/launch.h"        // launch_kernel (PDL attribute)
+#include "quant/quant_common.cuh"  // pdl_wait, pdl_launch_dependents
+
+namespace fp4kit::moe_impl {
+namespace {
+
+using gemm_impl::sm90::decode_step;
+using gemm_impl::sm90::load_stream_u2;
+using gemm_impl::sm90::load_stream_u4;
+using gemm_impl::sm90::mma_m16n8k16;
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kUA = 4;  // FC1: chunks per load group (x 2 tiles: 8 x 16-byte loads per lane)
+constexpr int kUB = 8;  // FC2: chunks per load group (one tile)
+constexpr int kMaxTopK = int(kPerEntryMaxTopK);
+constexpr int kMaxUnits = kMaxTopK + kWarps;  // units = n_local * KS, bounded in choose_splits
+constexpr float kDecodeMul = gemm_impl::kWeightDecodeScale;
+// Launch kernel B with programmatic dependent launch (its first weight loads overlap kernel A). With
+// false, B starts after A has finished, as an ordinary stream-ordered launch (same results).
+constexpr bool kUsePdl = true;
+
+struct PerEntryArgs {
+  int tokens = 0, top_k = 0, num_experts = 0, e_begin = 0, e_local = 0;
+  int hidden = 0, inter = 0;            // H, I (multiples of 64)
+  const int32_t* selected = nullptr;    // [T, k]
+  const float* final_scales = nullptr;  // [T, k]
+  const void* input = nullptr;          // [T, H] 16-bit, or codes [T, H/2]
+  const uint8_t* input_scales = nullptr;  // NVFP4 input: 128x4 over T rows
+  const float* fc1_act_global = nullptr;
+  const float* fc2_act_global = nullptr;
+  bool per_expert = false;
+  const uint8_t* w1 = nullptr;  // prepacked [E_local][2I, H]
+  int64_t w1_bytes = 0, w1_code_bytes = 0;
+  const uint8_t* w2 = nullptr;  // prepacked [E_local][H, I]
+  int64_t w2_bytes = 0, w2_code_bytes = 0;
+  const float* alpha1 = nullptr;
+  const float* alpha2 = nullptr;
+  uint16_t* h = nullptr;         // workspace [T * k, I]
+  uint16_t* out = nullptr;       // [T, H]
+  int32_t* error_flag = nullptr;  // check_expert_ids only
+};
+
+// Local index of global expert id `id`, or -1 (another rank's expert, or an invalid id).
+__device__ __forceinline__ int local_expert(const PerEntryArgs& a, int id) {
+  if (id < 0 || id >= a.num_experts) return -1;
+  const int le = id - a.e_begin;
+  return le >= 0 && le < a.e_local ? le : -1;
+}
+
+// One warp: the error word of the batch (kBadExpertId, kGroupOverflow as the permutation writes it).
+__device__ void check_ids(const PerEntryArgs& a) {
+  const int lane = threadIdx.x & 31;
+  const int n = a.tokens * a.top_k;
+  int bits = 0;
+  for (int i = lane; i < n; i += 32) {
+    const int id = a.selected[i];
+    if (id < 0 || id >= a.num_experts) {
+      bits |= kBadExpertId;
+      continue;
+    }
+    if (local_expert(a, id) < 0) continue;
+    int count = 0;
+    for (int q = 0; q < n; ++q) count += a.selected[q] == id ? 1 : 0;
+    if (count > a.tokens) bits |= kGroupOverflow;
+  }
+  bits = int(__reduce_or_sync(kFullMask, unsigned(bits)));
+  if (lane == 0) *a.error_flag = bits;
+}
+
+// ---- kernel A: FC1 + SwiGLU per entry ------------------------------------------------------------------
+template <int U>
+struct Fc1Regs {
+  uint4 codes[U][2];  // [chunk][up, gate]
+  uint2 scales[U][2];
+};
+
+template <int U>
+__device__ __forceinline__ void load_fc1(Fc1Regs<U>& r, const uint4* codes, const uint2* scales, int64_t up_tile,
+                                         int64_t gate_tile, int kc, int j0, int j_end, int lane) {
+  const int g = lane >> 2;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int j = j0 + u;
+    const bool valid = j < j_end;
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+      const int64_t chunk = (t == 0 ? up_tile : gate_tile) * kc + j;
+      r.codes[u][t] = valid ? load_stream_u4(codes + chunk * 32 + lane) : make_uint4(0, 0, 0, 0);
+      r.scales[u][t] = valid ? load_stream_u2(scales + chunk * 8 + g) : make_uint2(0, 0);
+    }
+  }
+}
+
+// The B fragments of chunk j from a 16-bit row (as 32-bit words): every lane supplies column
+// `lane / 4` of B with the same values, so each column of the product is the full dot product.
+template <typename T>
+__device__ __forceinline__ void mma_chunk(float (&acc)[4], uint4 w, uint2 sc, const uint32_t (&b)[4][2]) {
+  uint32_t af[4][4];
+  decode_step<T, 0>(w.x, sc.x, sc.y, af[0]);
+  decode_step<T, 1>(w.y, sc.x, sc.y, af[1]);
+  decode_step<T, 2>(w.z, sc.x, sc.y, af[2]);
+  decode_step<T, 3>(w.w, sc.x, sc.y, af[3]);
+#pragma unroll
+  for (int s = 0; s < 4; ++s) mma_m16n8k16<T>(acc, af[s], b[s][0], b[s][1]);
+}
+
+template <typename T, int U>
+__device__ __forceinline__ void compute_fc1(const Fc1Regs<U>& r, const uint32_t* xs32, int j0, int j_end, int c,
+                                            float (&acc)[2][4]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int j = j0 + u;
+    if (j >= j_end) break;  // warp-uniform
+    uint32_t b[4][2];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int w0 = j * 32 + 8 * s + c;  // 32-bit word of element j*64 + 16s + 2c
+      b[s][0] = xs32[w0];
+      b[s][1] = xs32[w0 + 4];
+    }
+    mma_chunk<T>(acc[0], r.codes[u][0], r.scales[u][0], b);
+    mma_chunk<T>(acc[1], r.codes[u][1], r.scales[u][1], b);
+  }
+}
+
+// x[t] -> shared memory as the FC1 input of the contract (16-bit), 16 elements per thread and step.
+template <bool kBF16, GatherMode kMode>
+__device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, uint16_t* xs) {
+  const int blocks = a.hidden / 16;
+  for (int cb = threadIdx.x; cb < blocks; cb += kThreads) {
+    uint16_t* dst = xs + cb * 16;
+    if constexpr (kMode == GatherMode::kCopy) {
+      const uint4* src =
+          reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.input) + int64_t(t) * a.hidden + cb * 16);
+      const uint4 v0 = __ldg(src), v1 = __ldg(src + 1);
+      reinterpret_cast<uint4*>(dst)[0] = v0;
+      reinterpret_cast<uint4*>(dst)[1] = v1;
+    } else if constexpr (kMode == GatherMode::kQuantize) {
+      float x[16];
+      load16<kBF16>(static_cast<const uint16_t*>(a.input) + int64_t(t) * a.hidden + cb * 16, x);
+      nvfp4_exact_roundtrip16(x, a.fc1_act_global[a.per_expert ? le : 0]);
+      store16<kBF16>(dst, x);
+    } else {
+      const uint2 codes =
+          *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(a.input) + int64_t(t) * (a.hidden / 2) + cb * 8);
+      const uint8_t sf = a.input_scales[format::sf_offset_128x4(t, cb, a.hidden / 16)];
+      float x[16];
+      nvfp4_decode16(codes, sf, x);
+      store16<kBF16>(dst, x);
+    }
+  }
+}
+
+template <bool kBF16, GatherMode kMode>
+__global__ void __launch_bounds__(kThreads, 2) per_entry_fc1_kernel(const PerEntryArgs a) {
+  using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
+  extern __shared__ uint4 x_smem[];  // [H] 16-bit
+  __shared__ float part[kWarps][2][16];
+  __shared__ float h_s[16];
+  // Kernel B may be scheduled as soon as every CTA of this grid got here (it waits for this grid's
+  // completion before reading h).
+  quant::pdl_launch_dependents();
+  if (a.error_flag != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x < 32) check_ids(a);
+
+  const int entry = blockIdx.y;
+  const int le = local_expert(a, __ldg(a.selected + entry));
+  if (le < 0) return;  // not routed here: this entry's h is never read
+  const int t = entry / a.top_k;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int kc = a.hidden / 64;
+  const int j_begin = kc * warp / kWarps, j_end = kc * (warp + 1) / kWarps;
+  const uint8_t* base = a.w1 + int64_t(le) * a.w1_bytes;
+  const uint4* codes = reinterpret_cast<const uint4*>(base);
+  const uint2* scales = reinterpret_cast<const uint2*>(base + a.w1_code_bytes);
+  const int64_t up_tile = blockIdx.x, gate_tile = a.inter / 16 + int64_t(blockIdx.x);
+
+  Fc1Regs<kUA> regs;
+  load_fc1<kUA>(regs, codes, scales, up_tile, gate_tile, kc, j_begin, j_end, lane);  // in flight during staging
+  uint16_t* xs = reinterpret_cast<uint16_t*>(x_smem);
+  stage_x<kBF16, kMode>(a, t, le, xs);
+  __syncthreads();
+
+  const uint32_t* xs32 = reinterpret_cast<const uint32_t*>(x_smem);
+  float acc[2][4] = {};
+  for (int j = j_begin;;) {
+    compute_fc1<T, kUA>(regs, xs32, j, j_end, lane & 3, acc);
+    j += kUA;
+    if (j >= j_end) break;
+    load_fc1<kUA>(regs, codes, scales, up_tile, gate_tile, kc, j, j_end, lane);
+  }
+  if ((lane & 3) == 0) {  // column 0: c[0] = row g, c[2] = row g + 8
+    const int g = lane >> 2;
+    part[warp][0][g] = acc[0][0];
+    part[warp][0][g + 8] = acc[0][2];
+    part[warp][1][g] = acc[1][0];
+    part[warp][1][g + 8] = acc[1][2];
+  }
+  __syncthreads();
+  if (threadIdx.x < 16) {
+    const int r = threadIdx.x;
+    float up = part[0][0][r], gate = part[0][1][r];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) {
+      up += part[w][0][r];
+      gate += part[w][1][r];
+    }
+    const float alpha = __ldg(a.alpha1 + le);
+    const float y_up = act_to_float<kBF16>(float_to_act<kBF16>((up * kDecodeMul) * alpha));
+    const float y_gate = act_to_float<kBF16>(float_to_act<kBF16>((gate * kDecodeMul) * alpha));
+    h_s[r] = swiglu(y_gate, y_up);
+  }
+  __syncwarp();
+  if (threadIdx.x == 0) {
+    float hv[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) hv[i] = h_s[i];
+    if constexpr (kMode != GatherMode::kCopy) {  // W4A4: the 16-bit h quantized with fc2_act_global
+      round16<kBF16>(hv);
+      nvfp4_exact_roundtrip16(hv, a.fc2_act_global[a.per_expert ? le : 0]);
+    }
+    store16<kBF16>(a.h + int64_t(entry) * a.inter + int64_t(blockIdx.x) * 16, hv);  // rounds: r16(h)
+  }
+}
+
+// ---- kernel B: FC2 + finalize per token ---------------------------------------------------------------
+template <int U>
+struct Fc2Regs {
+  uint4 codes[U];
+  uint2 scales[U];
+};
+
+// K splits per local slot: the fewest load rounds of the slowest warp (ties: fewer splits).
+__device__ __forceinline__ int choose_splits(int n_local, int kc) {
+  int best = 1, best_rounds = 0x7fffffff;
+  for (int ks = 1; ks <= kWarps && ks <= kc && n_local * ks <= kMaxUnits; ++ks) {
+    const int units_per_warp = (n_local * ks + kWarps - 1) / kWarps;
+    const int chunks = (kc + ks - 1) / ks;
+    const int rounds = units_per_warp * ((chunks + kUB - 1) / kUB);
+    if (rounds < best_rounds) {
+      best = ks;
+      best_rounds = rounds;
+    }
+  }
+  return best;
+}
+
+template <int U>
+__device__ __forceinline__ void load_fc2(Fc2Regs<U>& r, const uint4* codes, const uint2* scales, int64_t tile, int kc,
+                                         int j0, int j_end, int lane) {
+  const int g = lane >> 2;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int j = j0 + u;
+    const bool valid = j < j_end;
+    const int64_t chunk = tile * kc + j;
+    r.codes[u] = valid ? load_stream_u4(codes + chunk * 32 + lane) : make_uint4(0, 0, 0, 0);
+    r.scales[u] = valid ? load_stream_u2(scales + chunk * 8 + g) : make_uint2(0, 0);
+  }
+}
+
+// h is written by kernel A: read after griddepcontrol.wait, through L2 (ld.global.cg). The warp
+// first copies the group's h range (U chunks x 128 bytes, two 16-byte loads per lane: one L2 round
+// trip) to its shared-memory slice hs, then reads the B fragments from there.
+template <typename T, int U>
+__device__ __forceinline__ void compute_fc2(const Fc2Regs<U>& r, const uint16_t* h_row, uint32_t* hs, int j0,
+                                            int j_end, int lane, float (&acc)[4]) {
+  const int vectors = min(U, j_end - j0) * 8;  // 16-byte vectors of h in this group
+  const uint4* src = reinterpret_cast<const uint4*>(h_row + int64_t(j0) * 64);
+  uint4* dst = reinterpret_cast<uint4*>(hs);
+#pragma unroll
+  for (int v = lane; v < U * 8; v += 32)
+    if (v < vectors) dst[v] = __ldcg(src + v);
+  __syncwarp();
+  const int c = lane & 3;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    if (j0 + u >= j_end) break;  // warp-uniform
+    uint32_t b[4][2];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int w0 = u * 32 + 8 * s + c;
+      b[s][0] = hs[w0];
+      b[s][1] = hs[w0 + 4];
+    }
+    mma_chunk<T>(acc, r.codes[u], r.scales[u], b);
+  }
+  __syncwarp();  // hs is refilled by the next group
+}
+
+template <bool kBF16>
+__global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEntryArgs a) {
+  using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
+  __shared__ int slot_s[kMaxTopK];
+  __shared__ int le_s[kMaxTopK];
+  __shared__ int n_local_s;
+  __shared__ float part[kMaxUnits][16];
+  __shared__ uint4 h_smem[kWarps][kUB * 8];  // per warp: one group's h (kUB chunks x 128 bytes)
+  const int t = blockIdx.y;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  // Routing and weights are not written by kernel A: read before griddepcontrol.wait.
+  if (warp == 0) {
+    int le = -1;
+    if (lane < a.top_k) le = local_expert(a, __ldg(a.selected + int64_t(t) * a.top_k + lane));
+    const unsigned mask = __ballot_sync(kFullMask, le >= 0);
+    if (le >= 0) {
+      const int pos = __popc(mask & lanemask_lt());  // local slots in j order
+      slot_s[pos] = lane;
+      le_s[pos] = le;
+    }
+    if (lane == 0) n_local_s = __popc(mask);
+  }
+  __syncthreads();
+  const int n_local = n_local_s;
+  const int kc = a.inter / 64;
+  const int splits = n_local > 0 ? choose_splits(n_local, kc) : 1;
+  const int units = n_local * splits;
+  const int64_t tile = blockIdx.x;
+
+  bool waited = false;
+  for (int u = warp; u < units; u += kWarps) {
+    const int idx = u / splits, ks = u - idx * splits;
+    const int le = le_s[idx];
+    const int64_t entry = int64_t(t) * a.top_k + slot_s[idx];
+    const uint8_t* base = a.w2 + int64_t(le) * a.w2_bytes;
+    const uint4* codes = reinterpret_cast<const uint4*>(base);
+    const uint2* scales = reinterpret_cast<const uint2*>(base + a.w2_code_bytes);
+    const uint16_t* h_row = a.h + entry * a.inter;
+    const int j_begin = kc * ks / splits, j_end = kc * (ks + 1) / splits;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int j = j_begin; j < j_end; j += kUB) {
+      Fc2Regs<kUB> regs;
+      load_fc2<kUB>(regs, codes, scales, tile, kc, j, j_end, lane);
+      if (!waited) {  // the first weight loads are in flight: now wait for kernel A's h
+        quant::pdl_wait();
+        waited = true;
+      }
+      compute_fc2<T, kUB>(regs, h_row, reinterpret_cast<uint32_t*>(h_smem[warp]), j, j_end, lane, acc);
+    }
+    if ((lane & 3) == 0) {
+      const int g = lane >> 2;
+      part[u][g] = acc[0];
+      part[u][g + 8] = acc[2];
+    }
+  }
+  if (!waited) quant::pdl_wait();
+  __syncthreads();
+  if (threadIdx.x < 16) {
+    const int r = threadIdx.x;
+    float acc = 0.0f;
+    for (int idx = 0; idx < n_local; ++idx) {
+      float z = part[idx * splits][r];
+      for (int ks = 1; ks < splits; ++ks) z += part[idx * splits + ks][r];
+      const float zr = act_to_float<kBF16>(float_to_act<kBF16>((z * kDecodeMul) * __ldg(a.alpha2 + le_s[idx])));
+      const float w = __ldg(a.final_scales + int64_t(t) * a.top_k + slot_s[idx]);
+      acc = __fadd_rn(acc, __fmul_rn(w, zr));  // no FMA, j order, from +0 (the contract)
+    }
+    a.out[int64_t(t) * a.hidden + tile * 16 + r] = uint16_t(float_to_act<kBF16>(acc));
+  }
+}
+
+// ---- launchers --------------------------------------------------------------------------------------------
+template <bool kBF16, GatherMode kMode>
+Status launch_fc1(const PerEntryArgs& a, cudaStream_t stream) {
+  const dim3 grid(unsigned(a.inter / 16), unsigned(a.tokens * a.top_k));
+  const size_t smem = size_t(a.hidden) * 2;  // <= 32 KB (kPerEntryMaxHidden)
+  per_entry_fc1_kernel<kBF16, kMode><<<grid, kThreads, smem, stream>>>(a);
+  return detail::last_launch_status("fused_moe: per_entry_fc1_kernel");
+}
+
+template <bool kBF16>
+Status launch_fc2(const PerEntryArgs& a, bool pdl, cudaStream_t stream) {
+  const dim3 grid(unsigned(a.hidden / 16), unsigned(a.tokens));
+  return detail::cuda_status(
+      quant::launch_kernel(per_entry_fc2_kernel<kBF16>, grid, dim3(kThreads), 0, stream, pdl, a),
+      "fused_moe: per_entry_fc2_kernel");
+}
+
+template <bool kBF16>
+Status launch_fc1_mode(const PerEntryArgs& a, GatherMode mode, cudaStream_t stream) {
+  switch (mode) {
+    case GatherMode::kCopy: return launch_fc1<kBF16, GatherMode::kCopy>(a, stream);
+    case GatherMode::kQuantize: return launch_fc1<kBF16, GatherMode::kQuantize>(a, stream);
+    case GatherMode::kDecode: return launch_fc1<kBF16, GatherMode::kDecode>(a, stream);
+  }
+  return Status(StatusCode::kInternal, "fused_moe: per-entry path: unknown input mode");
+}
+
+}  // namespace
+
+Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void* h, cudaStream_t stream) {
+  if (d.tokens <= 0 || !per_entry_supported(d.tokens, d.top_k, d.hidden))
+    return Status(StatusCode::kInternal, "fused_moe: per-entry path used outside its limits");
+  FP4KIT_RETURN_IF_ERROR(detail::require_device("fused_moe"));
+  const bool check = p.check_expert_ids;
+  if (check) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    FP4KIT_CUDA_RETURN(cudaStreamIsCapturing(stream, &capture), "fused_moe: cudaStreamIsCapturing");
+    if (capture != cudaStreamCaptureStatusNone)
+      return Status(StatusCode::kInvalidArgument,
+                    "fused_moe: check_expert_ids synchronizes the stream; turn it off to capture a CUDA graph");
+  }
+
+  PerEntryArgs a;
+  a.tokens = int(d.tokens);
+  a.top_k = int(d.top_k);
+  a.num_experts = int(std::min<int64_t>(d.experts, 0x7fffffff));
+  a.e_begin = int(d.e_begin);
+  a.e_local = int(d.e_local);
+  a.hidden = int(d.hidden);
+  a.inter = int(d.inter);
+  a.selected = p.selected_experts;
+  a.final_scales = p.final_scales;
+  a.input = p.input;
+  a.input_scales = p.input_scales;
+  a.fc1_act_global = p.fc1_act_global;
+  a.fc2_act_global = p.fc2_act_global;
+  a.per_expert = p.act_global_per_expert;
+  const gemm_impl::PrepackedShape s1 = gemm_impl::prepacked_shape(2 * d.inter, d.hidden);
+  const gemm_impl::PrepackedShape s2 = gemm_impl::prepacked_shape(d.hidden, d.inter);
+  a.w1 = static_cast<const uint8_t*>(p.fc1_weights);
+  a.w1_bytes = s1.bytes();
+  a.w1_code_bytes = s1.code_bytes();
+  a.w2 = static_cast<const uint8_t*>(p.fc2_weights);
+  a.w2_bytes = s2.bytes();
+  a.w2_code_bytes = s2.code_bytes();
+  a.alpha1 = p.fc1_alpha;
+  a.alpha2 = p.fc2_alpha;
+  a.h = static_cast<uint16_t*>(h);
+  a.out = static_cast<uint16_t*>(p.output);
+  a.error_flag = check ? header : nullptr;
+
+  const bool bf16 = p.act_dtype == DType::kBF16;
+  const GatherMode mode = p.mode == MoeMode::kW4A16         ? GatherMode::kCopy
+                          : p.input_dtype == DType::kE2M1x2 ? GatherMode::kDecode
+                                                            : GatherMode::kQuantize;
+  FP4KIT_RETURN_IF_ERROR(bf16 ? launch_fc1_mode<true>(a, mode, stream) : launch_fc1_mode<false>(a, mode, stream));
+
+  if (check) {
+    int32_t flag = 0;
+    FP4KIT_CUDA_RETURN(cudaMemcpyAsync(&flag, header, sizeof(int32_t), cudaMemcpyDeviceToHost, stream),
+                       "fused_moe: cudaMemcpyAsync");
+    FP4KIT_CUDA_RETURN(cudaStreamSynchronize(stream), "fused_moe: cudaStreamSynchronize");
+    if (flag & kBadExpertId)
+      return Status(StatusCode::kInvalidArgument, "fused_moe: selected_experts holds an expert id outside [0, E) (E = " +
+                                                      std::to_string(d.experts) + ")");
+    if (flag & kGroupOverflow)
+      return Status(StatusCode::kInvalidArgument,
+                    "fused_moe: a token selects the same expert twice and that expert gets more than num_tokens rows "
+                    "(each row of selected_experts must hold distinct experts)");
+  }
+  // PDL: B's CTAs start streaming their weights while A finishes (not after a host synchronization).
+  const bool pdl = kUsePdl && !check;
+  return bf16 ? launch_fc2<true>(a, pdl, stream) : launch_fc2<false>(a, pdl, stream);
+}
+
+}  // namespace fp4kit::moe_impl
