@@ -121,10 +121,10 @@ static int decode_dp_id(int nt, int rows, int u) {
 int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   // H100, W4A16, M = 1..16 over the bench shapes (docs/PERF.md, session 2): one CTA per 16- or
   // 32-row block, K split over its 8 warps, beats stream-K over warps everywhere there are enough
-  // CTAs (8192x8192 M=1: 20.7 vs 29.0 us; 4096x4096: 9.3 vs 18.9 us). 32-row blocks win when they
-  // still fill about one wave of 2 CTAs per SM and 16-row blocks would need two (N = 8192), and
-  // from 5 tokens on (8-token tiles with two row tiles share their activation loads). The 16-token
-  // tiles (m16_r32) also beat wgmma 128x64 at M = 9..16 (28672x4096 M=16: 45.1 vs 53.7 us).
+  // CTAs (8192x8192 M=1: 20.7 vs 29.0 us; 4096x4096: 9.3 vs 18.9 us); 32-row blocks from 5 tokens
+  // on (8-token tiles with two row tiles share their activation loads). For M = 9..16 the dense
+  // GEMM now takes the wgmma small token tiles first (small_m_wgmma_heuristic); m16_r32 remains the
+  // dp choice for callers that ask this function directly.
   const int64_t slots = 2 * int64_t(sm_count > 0 ? sm_count : 132);
   if (m > 16) return -1;
   // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
@@ -134,7 +134,10 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   if ((rows + 15) / 16 * kw / 8 < slots / 2) return -1;  // too few CTAs: stream-K balances better
   if (m > 8) return decode_dp_id(2, 2, 2);
   if (m > 4) return decode_dp_id(1, 2, 4);
-  const bool r32 = (rows + 31) / 32 >= slots * 9 / 10 && (rows + 15) / 16 <= 2 * slots;
+  // 32-row blocks (two row tiles share each activation load) as long as their CTAs still cover
+  // every SM once; else 16-row blocks (H100 session 3, M = 1: 6144x4096 13.2 vs 14.6 us and
+  // 28672x4096 35.5 vs 39.5 for r32; 4096x4096 9.95 vs 11.1 and 4096x14336 20.1 vs 23.0 for r16).
+  const bool r32 = (rows + 31) / 32 * kw / 8 >= slots / 2;
   return decode_dp_id(1, r32 ? 2 : 1, 4);
 }
 

@@ -28,8 +28,12 @@ TEST(WgmmaSplitK, OneWaveOfUnitsWithLongEnoughRanges) {
 }
 
 TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
-  // M <= 8: data-parallel decode.
-  EXPECT_EQ(pick(1, 8192, 28672).rfind("decode_dp_", 0), 0u) << pick(1, 8192, 28672);
+  // M <= 8: data-parallel decode; 32-row blocks while their CTAs cover the SMs.
+  EXPECT_EQ(pick(1, 8192, 28672), "decode_dp_m8_r32_u4");
+  EXPECT_EQ(pick(1, 6144, 4096), "decode_dp_m8_r32_u4");
+  EXPECT_EQ(pick(4, 28672, 4096), "decode_dp_m8_r32_u4");
+  EXPECT_EQ(pick(1, 4096, 4096), "decode_dp_m8_r16_u4");
+  EXPECT_EQ(pick(1, 4096, 14336), "decode_dp_m8_r16_u4");
   EXPECT_EQ(pick(8, 4096, 4096).rfind("decode_", 0), 0u) << pick(8, 4096, 4096);
   // 9..32: small token tiles; 256 rows when the K ranges stay long.
   EXPECT_EQ(pick(16, 8192, 28672), "wgmma_w4a16_256x16_s8");
