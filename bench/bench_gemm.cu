@@ -118,6 +118,9 @@ Details: docs/BENCH_GEMM.md.
   --no-baseline        skip the cuBLASLt BF16/FP8 rows (speedup columns then stay empty)
   --fp8-fast-accum     cuBLASLt FP8 with fast accumulation (default: accurate accumulation)
   --graph              also time CUDA-graph replay (graph_us; points under 200 us)
+  --pdl                fp4kit calls with programmatic dependent launch (GemmParams::enable_pdl):
+                       back-to-back calls (and graph replays) overlap one call's tail with the
+                       next call's first weight loads
   --no-check           skip the correctness check (rel_err column empty)
   --max-rel-err X      check threshold (default 1e-2)
   --csv | --markdown   table format on stdout (default: aligned text)
@@ -179,6 +182,8 @@ bool parse_gemm_bench_args(const std::vector<std::string>& args, GemmBenchOption
       o.fp8_fast_accum = true;
     } else if (a == "--graph") {
       o.graph = true;
+    } else if (a == "--pdl") {
+      o.pdl = true;
     } else if (a == "--no-check") {
       o.check = false;
     } else if (a == "--max-rel-err") {
@@ -762,6 +767,7 @@ Status GemmBench::run_fp4kit(const GemmBenchShape& shape, int64_t m, Impl impl, 
   base.d_dtype = DType::kBF16;
   base.ldd = n;
   base.tactic = -1;
+  base.enable_pdl = opt_.pdl;
 
   Row proto;
   proto.shape = shape.name;

@@ -29,6 +29,7 @@ struct GemmBenchOptions {
   bool baseline = true;                 // --no-baseline: skip the cuBLASLt BF16/FP8 rows
   bool fp8_fast_accum = false;          // --fp8-fast-accum: cuBLASLt FP8 fast accumulation
   bool graph = false;                   // --graph: also time CUDA-graph replay (graph_us column)
+  bool pdl = false;                     // --pdl: GemmParams::enable_pdl on every fp4kit call
   bool check = true;                    // --no-check: skip the rel_err check (not recommended)
   double max_rel_err = 1e-2;            // --max-rel-err: a point above it FAILS (exit code 1)
   bool csv = false;                     // --csv: print the table as CSV

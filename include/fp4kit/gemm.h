@@ -56,6 +56,11 @@ struct GemmParams {
   DType d_dtype = DType::kBF16;        // kBF16 or kFP16
   int64_t ldd = 0;                     // elements; 0 means n
   int tactic = -1;                     // -1: automatic (heuristic / tuned cache); else a tactic id
+  // Programmatic dependent launch: the GEMM kernel may start while the previous kernel in the stream
+  // finishes. The decode family (M <= 8) then issues its first weight loads before waiting for that
+  // kernel, so the weights (and prepacked scales) must not be written by the kernel right before
+  // (activations, alpha, bias and D are only touched after the wait). Works inside CUDA graphs.
+  bool enable_pdl = false;
 };
 
 // Bytes of device workspace `gemm` needs for this problem and tactic (0 is possible).

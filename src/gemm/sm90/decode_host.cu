@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "common/cuda_check.h"
+#include "common/launch_kernel.h"
 #include "fp4kit/device.h"
 #include "gemm/stage_activations.h"
 #include "gemm/families.h"
@@ -110,12 +111,14 @@ sm90::DecodeGemmArgs decode_args(const DecodeGeometry& g, int64_t n, int64_t k, 
 // Clears the stream-K counters and launches. The kernel leaves the counters at zero; clearing them
 // here as well makes a workspace that was never initialized (or was used by an aborted launch)
 // safe. A memset node is graph-capturable.
+// With `pdl` the kernel is launched with programmatic stream serialization (GemmParams::enable_pdl).
 Status decode_run(sm90::DecodeKernelFn fn, const DecodeGeometry& g, const sm90::DecodeGemmArgs& a,
-                  cudaStream_t stream, const std::string& api, const std::string& tactic) {
+                  cudaStream_t stream, const std::string& api, const std::string& tactic, bool pdl = false) {
   if (g.counters > 0)
     FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), (api + ": counter reset").c_str());
-  fn<<<dim3(unsigned(g.ctas), unsigned(g.token_groups)), sm90::kDecodeWarps * 32, 0, stream>>>(a);
-  return detail::cuda_status(cudaGetLastError(), (api + ": launch " + tactic).c_str());
+  const cudaError_t e = launch_kernel(fn, dim3(unsigned(g.ctas), unsigned(g.token_groups)),
+                                      dim3(sm90::kDecodeWarps * 32), 0, stream, pdl, a);
+  return detail::cuda_status(e == cudaSuccess ? cudaGetLastError() : e, (api + ": launch " + tactic).c_str());
 }
 
 }  // namespace
@@ -149,7 +152,8 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
   a.m = int(p.m);
   a.b_scales = reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.b_prepacked) + s.code_bytes());
   a.bias = p.bias;
-  return decode_run(kernel_for(t, p), g, a, stream, "gemm", t.name);
+  // (W4A4: the staging kernel above is then the kernel this one depends on.)
+  return decode_run(kernel_for(t, p), g, a, stream, "gemm", t.name, p_in.enable_pdl);
 }
 
 // ---- grouped mode (gemm/grouped.h) ------------------------------------------------------------------

@@ -181,6 +181,57 @@ __device__ __forceinline__ void load_group(const DecodeGemmArgs& args, const Dec
   }
 }
 
+// The two halves of load_group, for a first group whose weights are requested before the
+// programmatic-dependent-launch wait (decode_dp_kernel).
+template <int NT, int R, int U>
+__device__ __forceinline__ void load_weights(const DecodeGemmArgs& args, const uint4* b_codes, const uint2* b_scales,
+                                             ChunkRegs<NT, R, U>& regs, int64_t rb, int64_t j0, int64_t j_end,
+                                             int lane) {
+  const int g = lane >> 2;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int64_t j = j0 + u;
+    const bool valid = j < j_end;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t chunk = (rb * R + r) * args.k_chunks + j;
+      regs.codes[u][r] = valid ? load_stream_u4(b_codes + chunk * 32 + lane) : make_uint4(0, 0, 0, 0);
+      regs.scales[u][r] = valid ? load_stream_u2(b_scales + chunk * 8 + g) : make_uint2(0, 0);
+    }
+  }
+}
+template <typename T, int NT, int R, int U>
+__device__ __forceinline__ void load_activations(const DecodeGemmArgs& args, const DecodeView& v,
+                                                 ChunkRegs<NT, R, U>& regs, int64_t j0, int64_t j_end, int tok0,
+                                                 int lane) {
+  const int g = lane >> 2, c = lane & 3;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int64_t j = j0 + u;
+    const bool valid = j < j_end;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int tok = tok0 + nt * 8 + g;
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const int64_t kb = j * 64 + 16 * s;
+        uint32_t b0 = 0, b1 = 0;
+        if (valid && tok < v.m && kb < args.k) {
+          const int64_t kk = kb + 2 * c;
+          const T* row = static_cast<const T*>(v.a) + int64_t(tok) * args.lda;
+          b0 = __ldg(reinterpret_cast<const unsigned int*>(row + kk));
+          b1 = __ldg(reinterpret_cast<const unsigned int*>(row + kk + 8));
+        }
+        regs.act[u][nt][s][0] = b0;
+        regs.act[u][nt][s][1] = b1;
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void grid_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+
 template <typename T, int NT, int R, int U>
 __device__ __forceinline__ void compute_group(const ChunkRegs<NT, R, U>& regs, float (&acc)[R][NT][4]) {
 #pragma unroll
@@ -240,6 +291,10 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
   // No more warps than units, so that every warp's range is non-empty (the fix-up counts arrivals).
   const int64_t warps = min(int64_t(gridDim.x) * kDecodeWarps, total);
   const int64_t gw = int64_t(blockIdx.x) * kDecodeWarps + (threadIdx.x >> 5);
+  if constexpr (!G) {  // programmatic dependent launch (no-ops without it): nothing read before the wait
+    grid_launch_dependents();
+    grid_dependency_wait();
+  }
   if (gw >= warps) return;
   const int tok0 = blockIdx.y * NT * 8;
   const int64_t begin = range_begin(total, warps, gw), end = range_begin(total, warps, gw + 1);
@@ -355,8 +410,6 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
     cta -= slot * ctas_per_slot;
     view = group_view<T, OutT>(args, slot);
     if (tok0 >= view.m) return;  // the whole CTA: inactive slot, or no rows in this token tile
-  } else {
-    view = dense_view(args);
   }
   const int64_t rb = cta * per_cta + sub;
   const bool live = rb < args.row_blocks;  // warps of a row block past the end only join the barrier
@@ -370,10 +423,29 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[r][nt][i] = 0.0f;
-  for (int64_t j = j_begin; j < j_end; j += U) {
+  if constexpr (!G) {
+    // Programmatic dependent launch (GemmParams::enable_pdl; no-ops otherwise): let the next kernel
+    // launch as our CTAs retire, and request the first group of weights (not written by the
+    // previous kernel: API contract) before waiting for it; activations, alpha and D after.
+    grid_launch_dependents();
     ChunkRegs<NT, R, U> regs;
-    load_group<T, NT, R, U>(args, view, regs, rb, j, j_end, tok0, lane);
-    compute_group<T, NT, R, U>(regs, acc);
+    if (j_begin < j_end) load_weights<NT, R, U>(args, args.b_codes, args.b_scales, regs, rb, j_begin, j_end, lane);
+    grid_dependency_wait();
+    view = dense_view(args);
+    if (j_begin < j_end) {
+      load_activations<T, NT, R, U>(args, view, regs, j_begin, j_end, tok0, lane);
+      compute_group<T, NT, R, U>(regs, acc);
+    }
+    for (int64_t j = j_begin + U; j < j_end; j += U) {
+      load_group<T, NT, R, U>(args, view, regs, rb, j, j_end, tok0, lane);
+      compute_group<T, NT, R, U>(regs, acc);
+    }
+  } else {
+    for (int64_t j = j_begin; j < j_end; j += U) {
+      ChunkRegs<NT, R, U> regs;
+      load_group<T, NT, R, U>(args, view, regs, rb, j, j_end, tok0, lane);
+      compute_group<T, NT, R, U>(regs, acc);
+    }
   }
   if (kw > 1) {
     if (kidx > 0) {
