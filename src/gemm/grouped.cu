@@ -14,7 +14,8 @@ namespace fp4kit::gemm_impl {
 namespace {
 
 // Decode configurations must match grouped_decode_kernel_for (sm90/decode_launch.cuh), wgmma
-// configurations FP4KIT_GROUPED_WGMMA_CONFIGS (sm90/wgmma_launch.cuh).
+// configurations FP4KIT_GROUPED_WGMMA_CONFIGS (sm90/wgmma_launch.cuh); the CPU test
+// TacticTables.EveryTacticIsInstantiated (tests/gemm/tactic_heuristic_test.cpp) enforces it.
 const GroupedTactic kTactics[] = {
     {0, GroupedFamily::kDecode, 1, 1, 4, 0, 0, 0, "grouped_decode_m8_r16_u4"},
     {1, GroupedFamily::kDecode, 1, 2, 4, 0, 0, 0, "grouped_decode_m8_r32_u4"},

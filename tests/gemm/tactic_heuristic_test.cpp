@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "fp4kit/gemm.h"
+#include "gemm/grouped.h"
 #include "gemm/tactics.h"
 
 namespace fp4kit::gemm_impl {
@@ -51,6 +53,39 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(big.rfind("wgmma_", 0), 0u) << big;
   EXPECT_EQ(big.find("x16_"), std::string::npos) << big;
   EXPECT_EQ(big.find("x32_"), std::string::npos) << big;
+}
+
+// Every tactic of both tables names a kernel that is instantiated: the tables (tactics.cpp,
+// grouped.cu) and the kernel lookups (sm90/decode_launch.cuh, sm90/wgmma_launch.cuh) are separate
+// lists, and this is what keeps them in agreement (no GPU needed: the lookups are host code).
+alignas(256) uint8_t g_fake[1 << 16];  // never dereferenced: can_implement does not touch memory
+
+TEST(TacticTables, EveryTacticIsInstantiated) {
+  GemmParams p;
+  p.m = 4, p.n = 256, p.k = 256;
+  p.a = g_fake;
+  p.b_prepacked = g_fake;
+  p.b_prepacked_bytes = int64_t(prepacked_weight_bytes(p.n, p.k));
+  p.alpha = reinterpret_cast<const float*>(g_fake);
+  p.d = g_fake;
+  for (const GemmTacticInfo& t : gemm_tactics()) {
+    const Status s = gemm_tactic_can_implement(t.id, p);
+    EXPECT_TRUE(s.is_ok()) << t.name << ": " << s.to_string();
+  }
+  GroupedGemmParams g;
+  g.groups = 4, g.max_rows = 16, g.max_group_rows = 8, g.n = 256, g.k = 256;
+  g.a = g_fake;
+  g.offsets = reinterpret_cast<const int*>(g_fake);
+  g.active = reinterpret_cast<const int*>(g_fake);
+  g.num_active = reinterpret_cast<const int*>(g_fake);
+  g.b_prepacked = g_fake;
+  g.alpha = reinterpret_cast<const float*>(g_fake);
+  g.d = g_fake;
+  for (int id = 0; id < grouped_gemm_tactic_count(); ++id) {
+    g.tactic = id;
+    const Status s = grouped_gemm_can_implement(g);
+    EXPECT_TRUE(s.is_ok()) << grouped_gemm_tactic(id)->name << ": " << s.to_string();
+  }
 }
 
 }  // namespace

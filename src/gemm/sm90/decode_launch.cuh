@@ -11,7 +11,7 @@ namespace fp4kit::gemm_impl::sm90 {
 using DecodeKernelFn = void (*)(DecodeGemmArgs);
 
 // The kernel for (NT, R, U), or null when that configuration is not instantiated.
-// Keep in sync with the decode entries of tactics.cpp.
+// Keep in sync with the decode entries of tactics.cpp (TacticTables.EveryTacticIsInstantiated checks).
 template <typename T, typename OutT>
 DecodeKernelFn decode_kernel_for(int nt, int r, int u) {
 #define FP4KIT_DECODE_CASE(NT, R, U) \
