@@ -15,8 +15,9 @@
 //   gemm2_ws      grouped GEMM workspace of FC2
 // A1/A2 and F1/F2 share storage: each buffer is dead once the next stage has read it (all stages
 // run in order on one stream). The per-entry path (src/moe/per_entry.cu) uses the same layout, so
-// one workspace serves both paths: header[0] (error word, with check_expert_ids) and act as
-// h [T * top_k, I] (its FC1 + SwiGLU output); the other regions are unused.
+// one workspace serves both paths: header[0] (error word, with check_expert_ids), act as
+// h [T * top_k, I] (its FC1 + SwiGLU output) and, in W4A4, gemm_out as the precomputed FC1 input
+// [T (or T * top_k with per-expert scales), H]; the other regions are unused.
 #pragma once
 
 #include <cstddef>

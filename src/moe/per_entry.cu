@@ -70,6 +70,8 @@ constexpr float kDecodeMul = gemm_impl::kWeightDecodeScale;
 // Launch kernel B with programmatic dependent launch (its first weight loads overlap kernel A). With
 // false, B starts after A has finished, as an ordinary stream-ordered launch (same results).
 constexpr bool kUsePdl = true;
+// W4A4: precompute the FC1 input once (per_entry_stage_x_kernel) from this hidden size on.
+constexpr int kPrestageMinHidden = 4096;
 
 struct PerEntryArgs {
   int tokens = 0, top_k = 0, num_experts = 0, e_begin = 0, e_local = 0;
@@ -88,6 +90,9 @@ struct PerEntryArgs {
   const float* alpha1 = nullptr;
   const float* alpha2 = nullptr;
   uint16_t* h = nullptr;         // workspace [T * k, I]
+  // W4A4: the FC1 input rows precomputed once by per_entry_stage_x_kernel (workspace; [T, H], or
+  // [T * k, H] when the activation global scale is per expert); null in W4A16.
+  const uint16_t* xq = nullptr;
   uint16_t* out = nullptr;       // [T, H]
   int32_t* error_flag = nullptr;  // check_expert_ids only
 };
@@ -203,6 +208,30 @@ __device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, ui
   }
 }
 
+// W4A4: the FC1 input of each token (or entry, with per-expert activation scales) computed once,
+// not by each of the I/16 CTAs of its entry (the NVFP4 round trip per CTA cost DeepSeek-V3's kernel A
+// 24 us of 85 on an H100). One CTA per row; rows whose expert is not local are skipped. Used from
+// H = 4096 on (kPrestageMinHidden): H100 graph µs at T = 1, per-CTA staging -> prestaged: DeepSeek-V3
+// (H 7168) 114.5 -> 100.2, Mixtral (H 4096) 109.1 -> 95.1; Qwen3.6 (H 2048) 17.3 -> 17.7 (the extra
+// launch costs more than the staging it saves).
+template <bool kBF16, GatherMode kMode>
+__global__ void __launch_bounds__(kThreads) per_entry_stage_x_kernel(const PerEntryArgs a, uint16_t* xq) {
+  const int r = blockIdx.x;
+  int t = r, le = 0;
+  if (a.per_expert) {
+    t = r / a.top_k;
+    le = local_expert(a, __ldg(a.selected + r));
+    if (le < 0) return;
+  }
+  stage_x<kBF16, kMode>(a, t, le, xq + int64_t(r) * a.hidden);
+}
+
+// Copies one 16-bit row of H elements (16-byte aligned) into shared memory.
+__device__ __forceinline__ void copy_row(const uint16_t* src, uint16_t* dst, int hidden) {
+  for (int i = threadIdx.x; i < hidden / 8; i += kThreads)
+    reinterpret_cast<uint4*>(dst)[i] = __ldg(reinterpret_cast<const uint4*>(src) + i);
+}
+
 template <bool kBF16, GatherMode kMode>
 __global__ void __launch_bounds__(kThreads, 2) per_entry_fc1_kernel(const PerEntryArgs a) {
   using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
@@ -229,7 +258,8 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc1_kernel(const PerEnt
   Fc1Regs<kUA> regs;
   load_fc1<kUA>(regs, codes, scales, up_tile, gate_tile, kc, j_begin, j_end, lane);  // in flight during staging
   uint16_t* xs = reinterpret_cast<uint16_t*>(x_smem);
-  stage_x<kBF16, kMode>(a, t, le, xs);
+  if (a.xq != nullptr) copy_row(a.xq + int64_t(a.per_expert ? entry : t) * a.hidden, xs, a.hidden);
+  else stage_x<kBF16, kMode>(a, t, le, xs);
   __syncthreads();
 
   const uint32_t* xs32 = reinterpret_cast<const uint32_t*>(x_smem);
@@ -412,7 +442,15 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
 
 // ---- launchers --------------------------------------------------------------------------------------------
 template <bool kBF16, GatherMode kMode>
-Status launch_fc1(const PerEntryArgs& a, cudaStream_t stream) {
+Status launch_fc1(PerEntryArgs a, uint16_t* xq, cudaStream_t stream) {
+  if constexpr (kMode != GatherMode::kCopy) {
+    if (a.hidden >= kPrestageMinHidden) {
+      const int rows = a.per_expert ? a.tokens * a.top_k : a.tokens;
+      per_entry_stage_x_kernel<kBF16, kMode><<<rows, kThreads, 0, stream>>>(a, xq);
+      FP4KIT_RETURN_IF_ERROR(detail::last_launch_status("fused_moe: per_entry_stage_x_kernel"));
+      a.xq = xq;
+    }
+  }
   const dim3 grid(unsigned(a.inter / 16), unsigned(a.tokens * a.top_k));
   const size_t smem = size_t(a.hidden) * 2;  // <= 32 KB (kPerEntryMaxHidden)
   per_entry_fc1_kernel<kBF16, kMode><<<grid, kThreads, smem, stream>>>(a);
@@ -428,18 +466,18 @@ Status launch_fc2(const PerEntryArgs& a, bool pdl, cudaStream_t stream) {
 }
 
 template <bool kBF16>
-Status launch_fc1_mode(const PerEntryArgs& a, GatherMode mode, cudaStream_t stream) {
+Status launch_fc1_mode(const PerEntryArgs& a, GatherMode mode, uint16_t* xq, cudaStream_t stream) {
   switch (mode) {
-    case GatherMode::kCopy: return launch_fc1<kBF16, GatherMode::kCopy>(a, stream);
-    case GatherMode::kQuantize: return launch_fc1<kBF16, GatherMode::kQuantize>(a, stream);
-    case GatherMode::kDecode: return launch_fc1<kBF16, GatherMode::kDecode>(a, stream);
+    case GatherMode::kCopy: return launch_fc1<kBF16, GatherMode::kCopy>(a, xq, stream);
+    case GatherMode::kQuantize: return launch_fc1<kBF16, GatherMode::kQuantize>(a, xq, stream);
+    case GatherMode::kDecode: return launch_fc1<kBF16, GatherMode::kDecode>(a, xq, stream);
   }
   return Status(StatusCode::kInternal, "fused_moe: per-entry path: unknown input mode");
 }
 
 }  // namespace
 
-Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void* h, cudaStream_t stream) {
+Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void* h, void* xq, cudaStream_t stream) {
   if (d.tokens <= 0 || !per_entry_supported(d.tokens, d.top_k, d.hidden))
     return Status(StatusCode::kInternal, "fused_moe: per-entry path used outside its limits");
   FP4KIT_RETURN_IF_ERROR(detail::require_device("fused_moe"));
@@ -485,7 +523,8 @@ Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void
   const GatherMode mode = p.mode == MoeMode::kW4A16         ? GatherMode::kCopy
                           : p.input_dtype == DType::kE2M1x2 ? GatherMode::kDecode
                                                             : GatherMode::kQuantize;
-  FP4KIT_RETURN_IF_ERROR(bf16 ? launch_fc1_mode<true>(a, mode, stream) : launch_fc1_mode<false>(a, mode, stream));
+  uint16_t* xq16 = static_cast<uint16_t*>(xq);
+  FP4KIT_RETURN_IF_ERROR(bf16 ? launch_fc1_mode<true>(a, mode, xq16, stream) : launch_fc1_mode<false>(a, mode, xq16, stream));
 
   if (check) {
     int32_t flag = 0;

@@ -16,6 +16,6 @@ namespace fp4kit::moe_impl {
 // checks passed and per_entry_supported(top_k, hidden). Workspace use: `h` is the act region of
 // the pipeline's layout (16-bit [max_tokens * top_k, max(H, I)] >= [T * top_k, I]), `header` its
 // int32 error word (written only with check_expert_ids).
-Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void* h, cudaStream_t stream);
+Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void* h, void* xq, cudaStream_t stream);
 
 }  // namespace fp4kit::moe_impl

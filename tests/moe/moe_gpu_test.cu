@@ -827,7 +827,13 @@ TEST(MoeGpu, PerEntryW4A4MatchesReference) {
     Config g{T, 128, 192, 8, 2, 1, 0, MoeMode::kW4A4, DType::kFP16};
     g.fp4_input = true;
     g.per_expert_globals = true;
-    for (const Config& c : {a, b, f, g}) {
+    // H >= 4096: the FC1 input is precomputed once per token / entry (per_entry_stage_x_kernel).
+    Config h{T, 4096, 64, 8, 2, 1, 0, MoeMode::kW4A4, DType::kBF16};
+    Config i{T, 4096, 64, 8, 2, 2, 1, MoeMode::kW4A4, DType::kFP16};
+    i.per_expert_globals = true;
+    Config j{T, 4096, 64, 8, 2, 1, 0, MoeMode::kW4A4, DType::kBF16};
+    j.fp4_input = true;
+    for (const Config& c : {a, b, f, g, h, i, j}) {
       const Layer L = make_layer(c, seed++);
       run_both_paths(L, L.sel);
       if (HasFailure()) return;
