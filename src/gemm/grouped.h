@@ -51,6 +51,9 @@ struct GroupedGemmParams {
   void* d = nullptr;
   int64_t ldd = 0;             // elements; 0 means n
   int tactic = -1;             // -1: heuristic; else an id of grouped_gemm_tactics()
+  // Decode tactics: launched with programmatic dependent launch; they wait for the previous kernel
+  // before reading anything (offsets, weights included). Ignored by the wgmma tactics.
+  bool enable_pdl = false;
 };
 
 enum class GroupedFamily { kDecode, kWgmma };

@@ -228,6 +228,10 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   g1.alpha = p.fc1_alpha;
   g1.d = gemm_out;
   g1.ldd = 2 * d.inter;
+  // Programmatic dependent launch between the pipeline's kernels: each one waits for its predecessor
+  // before reading anything, so only launch latency and prologues overlap (decode GEMMs, SwiGLU and
+  // finalize; the wgmma GEMMs launch normally).
+  g1.enable_pdl = true;
 
   gemm_impl::GroupedGemmParams g2 = g1;
   g2.n = d.hidden;
@@ -324,6 +328,7 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   sa.row_expert = row_expert;
   sa.act_global = p.fc2_act_global;
   sa.per_expert = p.act_global_per_expert;
+  sa.pdl = true;
   FP4KIT_RETURN_IF_ERROR(moe_impl::launch_swiglu(sa, sms, stream));
 
   FP4KIT_RETURN_IF_ERROR(wrap(gemm_impl::grouped_gemm(g2, base + l.gemm2_ws, l.gemm2_ws_bytes, stream), "FC2"));
@@ -337,6 +342,7 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   fa.hidden = d.hidden;
   fa.top_k = int(d.top_k);
   fa.out = p.output;
+  fa.pdl = true;
   return moe_impl::launch_finalize(fa, sms, stream);
 }
 

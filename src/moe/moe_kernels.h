@@ -109,6 +109,7 @@ struct SwigluArgs {
   const int32_t* row_expert = nullptr;
   const float* act_global = nullptr;
   bool per_expert = false;
+  bool pdl = false;  // programmatic dependent launch (the kernel waits before reading)
 };
 Status launch_swiglu(const SwigluArgs& s, int sm_count, cudaStream_t stream);
 
@@ -120,6 +121,7 @@ struct FinalizeArgs {
   int64_t tokens = 0, hidden = 0;
   int top_k = 0;
   void* out = nullptr;       // [T, H]
+  bool pdl = false;  // programmatic dependent launch (the kernel waits before reading)
 };
 Status launch_finalize(const FinalizeArgs& f, int sm_count, cudaStream_t stream);
 

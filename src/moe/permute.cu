@@ -16,6 +16,7 @@
 #include "common/cuda_check.h"
 #include "format/scale_layout.h"
 #include "moe/moe_device.cuh"
+#include "quant/quant_common.cuh"  // pdl_launch_dependents
 #include "moe/moe_kernels.h"
 
 namespace fp4kit::moe_impl {
@@ -155,6 +156,8 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
   __shared__ int offs_s[kFusedMaxExperts];
   __shared__ unsigned long long scan_s[kPermuteWarps];
 
+  // Let the FC1 GEMM launch now (it waits for this grid's completion before reading anything).
+  quant::pdl_launch_dependents();
   const int tid = threadIdx.x;
   const int n = a.n, e_local = a.e_local;
   const bool publish = blockIdx.x == 0;

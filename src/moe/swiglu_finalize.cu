@@ -9,8 +9,10 @@
 #include <algorithm>
 
 #include "common/cuda_check.h"
+#include "common/launch_kernel.h"
 #include "moe/moe_device.cuh"
 #include "moe/moe_kernels.h"
+#include "quant/quant_common.cuh"  // pdl_wait, pdl_launch_dependents
 
 namespace fp4kit::moe_impl {
 namespace {
@@ -19,6 +21,8 @@ constexpr int kThreads = 256;
 
 template <bool kBF16, bool kQuant>
 __global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluArgs s) {
+  quant::pdl_launch_dependents();  // both no-ops unless launched with PDL
+  quant::pdl_wait();
   const int64_t I = s.inter;
   const int64_t ib = I / 16;
   const int64_t rows = *s.total_rows;
@@ -45,6 +49,8 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluArgs s) {
 
 template <bool kBF16>
 __global__ void __launch_bounds__(kThreads) finalize_kernel(FinalizeArgs f) {
+  quant::pdl_launch_dependents();
+  quant::pdl_wait();
   const int64_t H = f.hidden;
   const int64_t hb = H / 8;
   const int64_t items = f.tokens * hb;
@@ -75,21 +81,17 @@ __global__ void __launch_bounds__(kThreads) finalize_kernel(FinalizeArgs f) {
 
 Status launch_swiglu(const SwigluArgs& s, int sm_count, cudaStream_t stream) {
   const int blocks = grid_for(s.max_rows * (s.inter / 16), kThreads, int64_t(sm_count) * 8);
-  if (s.bf16) {
-    if (s.quantize) swiglu_kernel<true, true><<<blocks, kThreads, 0, stream>>>(s);
-    else swiglu_kernel<true, false><<<blocks, kThreads, 0, stream>>>(s);
-  } else {
-    if (s.quantize) swiglu_kernel<false, true><<<blocks, kThreads, 0, stream>>>(s);
-    else swiglu_kernel<false, false><<<blocks, kThreads, 0, stream>>>(s);
-  }
-  return detail::last_launch_status("fused_moe: swiglu_kernel");
+  auto* kernel = s.bf16 ? (s.quantize ? swiglu_kernel<true, true> : swiglu_kernel<true, false>)
+                        : (s.quantize ? swiglu_kernel<false, true> : swiglu_kernel<false, false>);
+  return detail::cuda_status(launch_kernel(kernel, dim3(blocks), dim3(kThreads), 0, stream, s.pdl, s),
+                             "fused_moe: swiglu_kernel");
 }
 
 Status launch_finalize(const FinalizeArgs& f, int sm_count, cudaStream_t stream) {
   const int blocks = grid_for(f.tokens * (f.hidden / 8), kThreads, int64_t(sm_count) * 8);
-  if (f.bf16) finalize_kernel<true><<<blocks, kThreads, 0, stream>>>(f);
-  else finalize_kernel<false><<<blocks, kThreads, 0, stream>>>(f);
-  return detail::last_launch_status("fused_moe: finalize_kernel");
+  auto* kernel = f.bf16 ? finalize_kernel<true> : finalize_kernel<false>;
+  return detail::cuda_status(launch_kernel(kernel, dim3(blocks), dim3(kThreads), 0, stream, f.pdl, f),
+                             "fused_moe: finalize_kernel");
 }
 
 }  // namespace fp4kit::moe_impl

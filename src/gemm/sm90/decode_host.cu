@@ -206,7 +206,7 @@ Status grouped_decode_launch(const GroupedTactic& t, const GroupedGemmParams& p,
   a.num_active = p.num_active;
   a.group_bytes = s.bytes();
   a.code_bytes = s.code_bytes();
-  return decode_run(grouped_kernel_for(t, p), g, a, stream, "grouped gemm", t.name);
+  return decode_run(grouped_kernel_for(t, p), g, a, stream, "grouped gemm", t.name, p.enable_pdl);
 }
 
 }  // namespace fp4kit::gemm_impl

@@ -291,10 +291,9 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
   // No more warps than units, so that every warp's range is non-empty (the fix-up counts arrivals).
   const int64_t warps = min(int64_t(gridDim.x) * kDecodeWarps, total);
   const int64_t gw = int64_t(blockIdx.x) * kDecodeWarps + (threadIdx.x >> 5);
-  if constexpr (!G) {  // programmatic dependent launch (no-ops without it): nothing read before the wait
-    grid_launch_dependents();
-    grid_dependency_wait();
-  }
+  // Programmatic dependent launch (no-ops without it): nothing is read before the wait.
+  grid_launch_dependents();
+  grid_dependency_wait();
   if (gw >= warps) return;
   const int tok0 = blockIdx.y * NT * 8;
   const int64_t begin = range_begin(total, warps, gw), end = range_begin(total, warps, gw + 1);
@@ -406,6 +405,10 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
   int64_t cta = blockIdx.x;
   DecodeView view{};
   if constexpr (G) {
+    // Programmatic dependent launch (no-ops without it): the group offsets, the active list and the
+    // activations come from the previous kernel, so wait before anything.
+    grid_launch_dependents();
+    grid_dependency_wait();
     const int64_t slot = cta / ctas_per_slot;
     cta -= slot * ctas_per_slot;
     view = group_view<T, OutT>(args, slot);
