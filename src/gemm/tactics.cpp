@@ -1,70 +1,54 @@
 #include "gemm/tactics.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <string>
 
 namespace fp4kit::gemm_impl {
 
 const std::vector<Tactic>& tactic_table() {
   static const std::vector<Tactic> table = [] {
     std::vector<Tactic> t;
-    int id = 0;
-    // Decode family: every instantiated (nt, rows, unroll) of decode_launch.cuh; stream-K over warps.
     struct DecodeConfig { int nt, rows, unroll; };
-    const DecodeConfig decode_configs[] = {{1, 1, 4}, {1, 2, 4}, {1, 4, 2}, {2, 2, 2}, {2, 4, 2}, {4, 2, 1}, {4, 4, 1}};
-    for (const DecodeConfig& c : decode_configs) {
-      Tactic x;
-      x.id = id++;
-      x.family = Family::kDecode;
-      x.nt = c.nt;
-      x.rows = c.rows;
-      x.unroll = c.unroll;
-      x.name = "decode_m" + std::to_string(x.nt * 8) + "_r" + std::to_string(16 * x.rows) + "_u" +
-               std::to_string(x.unroll);
-      t.push_back(x);
-    }
-    // Large-M (wgmma) family, appended after the decode family: block_n weight rows x block_m
-    // tokens, `stages` pipeline stages (must match FP4KIT_WGMMA_CONFIGS in sm90/wgmma_launch.cuh).
-    const int wgmma_configs[][3] = {{128, 64, 6}, {128, 128, 4}, {128, 128, 6}, {128, 256, 4}, {256, 128, 4}, {256, 128, 6}};
-    for (const auto& c : wgmma_configs) {
-      Tactic x;
-      x.id = id++;
-      x.family = Family::kWgmma;
-      x.block_n = c[0];
-      x.block_m = c[1];
-      x.stages = c[2];
-      x.name = "wgmma_w4a16_" + std::to_string(x.block_n) + "x" + std::to_string(x.block_m) + "_s" +
-               std::to_string(x.stages);
-      t.push_back(x);
-    }
-    // Data-parallel decode variants (decode_dp_kernel), appended last so that earlier ids (and
-    // tuned caches naming them) stay valid.
-    const DecodeConfig dp_configs[] = {{1, 1, 4}, {1, 2, 4}, {2, 2, 2}};
-    for (const DecodeConfig& c : dp_configs) {
-      Tactic x;
-      x.id = id++;
-      x.family = Family::kDecode;
-      x.nt = c.nt;
-      x.rows = c.rows;
-      x.unroll = c.unroll;
-      x.dp = true;
-      x.name = "decode_dp_m" + std::to_string(x.nt * 8) + "_r" + std::to_string(16 * x.rows) + "_u" +
-               std::to_string(x.unroll);
-      t.push_back(x);
-    }
+    struct WgmmaConfig { int block_n, block_m, stages; };
+    auto add_decode = [&t](std::initializer_list<DecodeConfig> configs, bool dp) {
+      for (const DecodeConfig& c : configs) {
+        Tactic x;
+        x.id = int(t.size());
+        x.family = Family::kDecode;
+        x.nt = c.nt;
+        x.rows = c.rows;
+        x.unroll = c.unroll;
+        x.dp = dp;
+        x.name = std::string(dp ? "decode_dp_m" : "decode_m") + std::to_string(x.nt * 8) + "_r" +
+                 std::to_string(16 * x.rows) + "_u" + std::to_string(x.unroll);
+        t.push_back(x);
+      }
+    };
+    auto add_wgmma = [&t](std::initializer_list<WgmmaConfig> configs) {
+      for (const WgmmaConfig& c : configs) {
+        Tactic x;
+        x.id = int(t.size());
+        x.family = Family::kWgmma;
+        x.block_n = c.block_n;
+        x.block_m = c.block_m;
+        x.stages = c.stages;
+        x.name = "wgmma_w4a16_" + std::to_string(x.block_n) + "x" + std::to_string(x.block_m) + "_s" +
+                 std::to_string(x.stages);
+        t.push_back(x);
+      }
+    };
+    // Ids are positions in this list and are only ever appended to (tuned caches name them).
+    // Decode family, stream-K over warps: every instantiated (nt, rows, unroll) of decode_launch.cuh.
+    add_decode({{1, 1, 4}, {1, 2, 4}, {1, 4, 2}, {2, 2, 2}, {2, 4, 2}, {4, 2, 1}, {4, 4, 1}}, false);
+    // Large-M (wgmma) family: block_n weight rows x block_m tokens, `stages` pipeline stages
+    // (FP4KIT_WGMMA_CONFIGS in sm90/wgmma_launch.cuh).
+    add_wgmma({{128, 64, 6}, {128, 128, 4}, {128, 128, 6}, {128, 256, 4}, {256, 128, 4}, {256, 128, 6}});
+    // Data-parallel decode variants (decode_dp_kernel).
+    add_decode({{1, 1, 4}, {1, 2, 4}, {2, 2, 2}}, true);
     // Small token tiles of the wgmma family (wgmma N = 16, 32; split-K when the tiles do not fill
-    // the SMs), appended after the dp variants for the same reason.
-    const int small_wgmma_configs[][3] = {{128, 16, 8}, {128, 32, 8}, {256, 16, 8}, {256, 32, 8}};
-    for (const auto& c : small_wgmma_configs) {
-      Tactic x;
-      x.id = id++;
-      x.family = Family::kWgmma;
-      x.block_n = c[0];
-      x.block_m = c[1];
-      x.stages = c[2];
-      x.name = "wgmma_w4a16_" + std::to_string(x.block_n) + "x" + std::to_string(x.block_m) + "_s" +
-               std::to_string(x.stages);
-      t.push_back(x);
-    }
+    // the SMs).
+    add_wgmma({{128, 16, 8}, {128, 32, 8}, {256, 16, 8}, {256, 32, 8}});
     return t;
   }();
   return table;

@@ -173,18 +173,7 @@ Status tune_gemm(const std::vector<GemmShape>& shapes, const std::vector<int64_t
       if (!tactics.empty() && std::find(tactics.begin(), tactics.end(), r.heuristic_tactic) == tactics.end())
         tactics.push_back(r.heuristic_tactic);
       FP4KIT_RETURN_IF_ERROR(profile_gemm(p, tactics, opt.profile, &r.timings));
-      tune_impl::pick_winner(&r);
-      if (cache && r.best_tactic >= 0) {
-        TuneEntry e;
-        e.key = r.key;
-        e.tactic = r.best_tactic;
-        e.tactic_name = r.best_name;
-        e.us = r.best_us;
-        cache->insert(std::move(e));
-      }
-      if (progress) progress(r, index, total);
-      ++index;
-      if (results) results->push_back(std::move(r));
+      tune_impl::finish_point(std::move(r), cache, progress, index++, total, results);
     }
     if (cache) FP4KIT_RETURN_IF_ERROR(cache->save());  // per shape: an interrupted run keeps its results
   }

@@ -27,4 +27,20 @@ void pick_winner(TuneResult* r) {
   }
 }
 
+void finish_point(TuneResult&& r, TuneCache* cache,
+                  const std::function<void(const TuneResult&, int index, int total)>& progress, int index, int total,
+                  std::vector<TuneResult>* results) {
+  pick_winner(&r);
+  if (cache && r.best_tactic >= 0) {
+    TuneEntry e;
+    e.key = r.key;
+    e.tactic = r.best_tactic;
+    e.tactic_name = r.best_name;
+    e.us = r.best_us;
+    cache->insert(std::move(e));
+  }
+  if (progress) progress(r, index, total);
+  if (results) results->push_back(std::move(r));
+}
+
 }  // namespace fp4kit::tune_impl

@@ -146,43 +146,8 @@ struct ChunkRegs {
   uint32_t act[U][NT][4][2];
 };
 
-template <typename T, int NT, int R, int U>
-__device__ __forceinline__ void load_group(const DecodeGemmArgs& args, const DecodeView& v, ChunkRegs<NT, R, U>& regs,
-                                           int64_t rb, int64_t j0, int64_t j_end, int tok0, int lane) {
-  const int g = lane >> 2, c = lane & 3;
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int64_t j = j0 + u;
-    const bool valid = j < j_end;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int64_t tile = rb * R + r;
-      const int64_t chunk = tile * args.k_chunks + j;
-      regs.codes[u][r] = valid ? load_stream_u4(v.b_codes + chunk * 32 + lane) : make_uint4(0, 0, 0, 0);
-      regs.scales[u][r] = valid ? load_stream_u2(v.b_scales + chunk * 8 + g) : make_uint2(0, 0);
-    }
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const int tok = tok0 + nt * 8 + g;
-#pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        const int64_t kb = j * 64 + 16 * s;
-        uint32_t b0 = 0, b1 = 0;
-        if (valid && tok < v.m && kb < args.k) {
-          const int64_t kk = kb + 2 * c;
-          const T* row = static_cast<const T*>(v.a) + int64_t(tok) * args.lda;
-          b0 = __ldg(reinterpret_cast<const unsigned int*>(row + kk));
-          b1 = __ldg(reinterpret_cast<const unsigned int*>(row + kk + 8));
-        }
-        regs.act[u][nt][s][0] = b0;
-        regs.act[u][nt][s][1] = b1;
-      }
-    }
-  }
-}
-
-// The two halves of load_group, for a first group whose weights are requested before the
-// programmatic-dependent-launch wait (decode_dp_kernel).
+// The two halves of a load group (load_group below); decode_dp_kernel requests a first group's
+// weights before the programmatic-dependent-launch wait and its activations after.
 template <int NT, int R, int U>
 __device__ __forceinline__ void load_weights(const DecodeGemmArgs& args, const uint4* b_codes, const uint2* b_scales,
                                              ChunkRegs<NT, R, U>& regs, int64_t rb, int64_t j0, int64_t j_end,
@@ -227,6 +192,14 @@ __device__ __forceinline__ void load_activations(const DecodeGemmArgs& args, con
       }
     }
   }
+}
+
+// One group of U chunks: weights, then activations.
+template <typename T, int NT, int R, int U>
+__device__ __forceinline__ void load_group(const DecodeGemmArgs& args, const DecodeView& v, ChunkRegs<NT, R, U>& regs,
+                                           int64_t rb, int64_t j0, int64_t j_end, int tok0, int lane) {
+  load_weights<NT, R, U>(args, v.b_codes, v.b_scales, regs, rb, j0, j_end, lane);
+  load_activations<T, NT, R, U>(args, v, regs, j0, j_end, tok0, lane);
 }
 
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
