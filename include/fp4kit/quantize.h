@@ -68,6 +68,7 @@ struct DequantizeParams {
   DType output_dtype = DType::kBF16;
   int64_t output_row_stride = 0;    // elements; 0 means cols
   int64_t output_bytes = 0;         // capacity of output
+  bool enable_pdl = false;          // programmatic dependent launch (waits for the previous kernel first)
 };
 
 // Scale-buffer layout conversion (linear <-> 128x4 <-> 8x4) for a rows x sf_cols scale matrix.

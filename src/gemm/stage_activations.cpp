@@ -17,6 +17,7 @@ Status stage_activations(GemmParams& p, void* workspace, cudaStream_t stream) {
   dq.output_dtype = operand_type(p);
   dq.output_row_stride = p.k;
   dq.output_bytes = int64_t(staged_a_bytes(p));
+  dq.enable_pdl = p.enable_pdl;  // the GEMM after it then overlaps its weight loads with this kernel
   FP4KIT_RETURN_IF_ERROR(dequantize(dq, stream));
   p.a = workspace;
   p.a_dtype = operand_type(p);

@@ -42,6 +42,7 @@ struct DequantKernelParams {
   bool per_row;
   uint8_t* output;
   int64_t output_row_bytes;
+  bool pdl;
 };
 
 // Eight E2M1 codes (element i in bits 4i..4i+3) -> four BF16x2 words holding the exact signed
@@ -182,7 +183,7 @@ __device__ __forceinline__ uint4 dq_unit(const DequantKernelParams& p, uint2 e, 
 
 template <BlockFormat kFormat, DType kOut, bool kVec>
 __global__ void __launch_bounds__(kDqThreads) dequantize_kernel(const DequantKernelParams p) {
-  pdl_wait();
+  pdl_begin_persistent();
   constexpr int kUpi = 16 / unit_elems<kOut>();              // units per item: 2 or 4
   constexpr int kLog2Upi = kUpi == 2 ? 1 : 2;
   constexpr int kEB = unit_element_bytes<kFormat, kOut>();  // element bytes per unit
@@ -232,7 +233,6 @@ __global__ void __launch_bounds__(kDqThreads) dequantize_kernel(const DequantKer
       }
     }
   }
-  pdl_launch_dependents();
 }
 
 template <BlockFormat kFormat, DType kOut>
@@ -244,7 +244,7 @@ Status launch_dequantize(const DequantKernelParams& base, int64_t cols, bool vec
   const int64_t units = p.rows * p.items_per_row * (16 / unit_elems<kOut>());
   const int64_t want = (units + int64_t(kDqThreads) * kDqUnits - 1) / (int64_t(kDqThreads) * kDqUnits);
   const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(want, int64_t(sm_count()) * per_sm));
-  return detail::cuda_status(launch_kernel(kernel, dim3(unsigned(grid)), dim3(kDqThreads), 0, stream, false, p),
+  return detail::cuda_status(launch_kernel(kernel, dim3(unsigned(grid)), dim3(kDqThreads), 0, stream, p.pdl, p),
                              "dequantize: kernel launch");
 }
 
@@ -303,6 +303,7 @@ Status dequantize(const DequantizeParams& p, cudaStream_t stream) {
   k.per_row = p.per_row_global_scale;
   k.output = static_cast<uint8_t*>(p.output);
   k.output_row_bytes = stride * out_size;
+  k.pdl = p.enable_pdl;
   // Vector path: 16-byte output base and row stride, element base aligned to the unit's element
   // bytes (8 is enough for all).
   const bool vec = aligned_to(p.output, 16) && k.output_row_bytes % 16 == 0 && aligned_to(p.elements, 8);
