@@ -55,7 +55,7 @@
 namespace fp4kit::moe_impl {
 namespace {
 
-using gemm_impl::sm90::decode_step;
+using gemm_impl::sm90::decode_chunk;
 using gemm_impl::sm90::load_stream_u2;
 using gemm_impl::sm90::load_stream_u4;
 using gemm_impl::sm90::mma_m16n8k16;
@@ -153,10 +153,7 @@ __device__ __forceinline__ void load_fc1(Fc1Regs<U>& r, const uint4* codes, cons
 template <typename T>
 __device__ __forceinline__ void mma_chunk(float (&acc)[4], uint4 w, uint2 sc, const uint32_t (&b)[4][2]) {
   uint32_t af[4][4];
-  decode_step<T, 0>(w.x, sc.x, sc.y, af[0]);
-  decode_step<T, 1>(w.y, sc.x, sc.y, af[1]);
-  decode_step<T, 2>(w.z, sc.x, sc.y, af[2]);
-  decode_step<T, 3>(w.w, sc.x, sc.y, af[3]);
+  decode_chunk<T>(w, sc, af);
 #pragma unroll
   for (int s = 0; s < 4; ++s) mma_m16n8k16<T>(acc, af[s], b[s][0], b[s][1]);
 }

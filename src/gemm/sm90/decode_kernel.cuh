@@ -205,6 +205,16 @@ __device__ __forceinline__ void load_group(const DecodeGemmArgs& args, const Dec
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void grid_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
+template <int R, int NT>
+__device__ __forceinline__ void zero_acc(float (&acc)[R][NT][4]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[r][nt][i] = 0.0f;
+}
+
 template <typename T, int NT, int R, int U>
 __device__ __forceinline__ void compute_group(const ChunkRegs<NT, R, U>& regs, float (&acc)[R][NT][4]) {
 #pragma unroll
@@ -214,10 +224,7 @@ __device__ __forceinline__ void compute_group(const ChunkRegs<NT, R, U>& regs, f
       const uint4 w = regs.codes[u][r];
       const uint2 sc = regs.scales[u][r];
       uint32_t a[4][4];
-      decode_step<T, 0>(w.x, sc.x, sc.y, a[0]);
-      decode_step<T, 1>(w.y, sc.x, sc.y, a[1]);
-      decode_step<T, 2>(w.z, sc.x, sc.y, a[2]);
-      decode_step<T, 3>(w.w, sc.x, sc.y, a[3]);
+      decode_chunk<T>(w, sc, a);
 #pragma unroll
       for (int s = 0; s < 4; ++s)
 #pragma unroll
@@ -296,12 +303,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
     }
 
     float acc[R][NT][4];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[r][nt][i] = 0.0f;
+    zero_acc(acc);
 
     for (int64_t j = pos - block_first; j < j_end; j += U) {
       ChunkRegs<NT, R, U> regs;
@@ -332,12 +334,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
       arrived = __shfl_sync(0xffffffffu, arrived, 0);
       if (arrived == int(last_warp - first_warp)) {
         __threadfence();
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) acc[r][nt][i] = 0.0f;
+        zero_acc(acc);
         for (int64_t w = first_warp; w <= last_warp; ++w) {
           const int s = range_begin(total, warps, w) >= block_first ? 0 : 1;
           const float* p = args.partials + ((int64_t(blockIdx.y) * warps + w) * 2 + s) * 32 * kAcc + lane * kAcc;
@@ -393,12 +390,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
   const int64_t j_end = live ? args.k_chunks * (kidx + 1) / kw : j_begin;
 
   float acc[R][NT][4];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[r][nt][i] = 0.0f;
+  zero_acc(acc);
   if constexpr (!G) {
     // Programmatic dependent launch (GemmParams::enable_pdl; no-ops otherwise): let the next kernel
     // launch as our CTAs retire, and request the first group of weights (not written by the

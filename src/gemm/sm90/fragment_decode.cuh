@@ -65,4 +65,14 @@ __device__ __forceinline__ void decode_step(uint32_t w, uint32_t lo_scales, uint
   a[3] = D::mul(D::template codes<3>(w), shi);  // row g+8, k 2c+8..2c+9
 }
 
+// A whole prepacked chunk (16 code bytes and the 8 scale bytes of a lane) -> the A fragments of its
+// four k16 steps.
+template <typename T>
+__device__ __forceinline__ void decode_chunk(uint4 w, uint2 sc, uint32_t (&a)[4][4]) {
+  decode_step<T, 0>(w.x, sc.x, sc.y, a[0]);
+  decode_step<T, 1>(w.y, sc.x, sc.y, a[1]);
+  decode_step<T, 2>(w.z, sc.x, sc.y, a[2]);
+  decode_step<T, 3>(w.w, sc.x, sc.y, a[3]);
+}
+
 }  // namespace fp4kit::gemm_impl::sm90

@@ -126,8 +126,6 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
   return w;
 }
 
-// Staged activations first (W4A4), then the split-K partials (16-byte aligned), then counters.
-size_t staged_bytes_aligned(const GemmParams& p) { return (staged_a_bytes(p) + 255) / 256 * 256; }
 
 }  // namespace
 
@@ -144,8 +142,8 @@ Status wgmma_can_implement(const Tactic& t, const GemmParams& p) {
 
 size_t wgmma_workspace_bytes(const Tactic& t, const GemmParams& p) {
   const WgSplit w = wgmma_split(t, p);
-  if (w.k_splits == 1) return staged_a_bytes(p);
-  return staged_bytes_aligned(p) + w.partial_bytes + w.counter_bytes;
+  // Staged activations (W4A4; a multiple of 256 bytes), then the split-K partials and counters.
+  return staged_a_bytes(p) + w.partial_bytes + w.counter_bytes;
 }
 
 Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, size_t, cudaStream_t stream) {
@@ -176,7 +174,7 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   const WgSplit split = wgmma_split(t, p);
   a.k_splits = int(split.k_splits);
   if (split.k_splits > 1) {
-    uint8_t* ws = static_cast<uint8_t*>(workspace) + staged_bytes_aligned(p_in);
+    uint8_t* ws = static_cast<uint8_t*>(workspace) + staged_a_bytes(p_in);
     a.partials = reinterpret_cast<float*>(ws);
     a.counters = reinterpret_cast<int*>(ws + split.partial_bytes);
     // The kernel leaves the counters at zero; clearing them here too makes a fresh workspace safe.

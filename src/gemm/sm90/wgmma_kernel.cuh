@@ -398,10 +398,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       for (int sl = 0; sl < kSlabs; ++sl) {
         const uint4 w = lds_u4(w_base + st * Cfg::kWBytes + w_off[sl]);
         const uint2 sc = lds_u2(s_base + st * Cfg::kSBytes + s_off[sl]);
-        decode_step<T, 0>(w.x, sc.x, sc.y, fa[sl][0]);
-        decode_step<T, 1>(w.y, sc.x, sc.y, fa[sl][1]);
-        decode_step<T, 2>(w.z, sc.x, sc.y, fa[sl][2]);
-        decode_step<T, 3>(w.w, sc.x, sc.y, fa[sl][3]);
+        decode_chunk<T>(w, sc, fa[sl]);
       }
     };
     // Runs the wgmmas of the current stage from `cur`, decoding the next stage into `nxt` meanwhile.
