@@ -993,8 +993,8 @@ Status MoeBench::run_reduced_check(const MoeBenchPreset& pr, int64_t T) {
   red.name = pr.name + ".reduced";
   red.hidden = std::min(pr.hidden, kReducedH);
   red.inter = std::min(pr.inter, kReducedI);
-  // A variant that cannot be set up is a failure too (an ERROR row), not only a progress line.
-  auto setup_failed = [&](const std::string& routing, const Status& st) {
+  // The fields every row of the reduced variant shares.
+  auto reduced_row = [&](const std::string& routing) {
     Row row;
     row.preset = red.name;
     row.h = red.hidden;
@@ -1004,6 +1004,11 @@ Status MoeBench::run_reduced_check(const MoeBenchPreset& pr, int64_t T) {
     row.t = T;
     row.routing = routing;
     row.reduced = true;
+    return row;
+  };
+  // A variant that cannot be set up is a failure too (an ERROR row), not only a progress line.
+  auto setup_failed = [&](const std::string& routing, const Status& st) {
+    Row row = reduced_row(routing);
     row.error = st.to_string();
     rows_.push_back(row);
     ++failures_;
@@ -1029,16 +1034,8 @@ Status MoeBench::run_reduced_check(const MoeBenchPreset& pr, int64_t T) {
       if (!st.is_ok()) return setup_failed(skewed ? "skewed" : "uniform", st);
     }
     for (int mode : modes()) {
-      Row row;
-      row.preset = red.name;
-      row.h = red.hidden;
-      row.e = red.experts;
-      row.k = red.top_k;
-      row.inter = red.inter;
-      row.t = T;
-      row.routing = skewed ? "skewed" : "uniform";
+      Row row = reduced_row(skewed ? "skewed" : "uniform");
       row.impl = mode == 0 ? Impl::kW4A16 : Impl::kW4A4;
-      row.reduced = true;
       row.n_active = double(s.n_active);
       row.weight_bytes = double(s.n_active) * L.expert_bytes();
       row.flops = 2.0 * double(T * red.top_k) * 3.0 * double(red.inter) * double(red.hidden);
