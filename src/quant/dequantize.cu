@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(kDqThreads) dequantize_kernel(const DequantKer
       const uint4 out = dq_unit<kFormat, kOut>(p, e[j], sf[j], r[j], dgs0);
       uint8_t* o = p.output + r[j] * p.output_row_bytes + cc[j] * 16;
       if constexpr (kVec) {
-        st_stream_v4(o, out.x, out.y, out.z, out.w);
+        st_global_v4(o, out.x, out.y, out.z, out.w);
       } else {
         const uint32_t wv[4] = {out.x, out.y, out.z, out.w};
 #pragma unroll

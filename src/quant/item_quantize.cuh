@@ -119,7 +119,7 @@ __device__ __forceinline__ uint32_t e4m3x2(float a, float b) {
 
 __device__ __forceinline__ void store_codes8(uint8_t* p, uint32_t w0, uint32_t w1, bool vec) {
   if (vec) {
-    st_stream_v2(p, w0, w1);
+    st_global_v2(p, w0, w1);
   } else {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
@@ -246,7 +246,7 @@ __device__ __forceinline__ void quantize_item_mx(const float (&x)[16], float loc
     } else {
       uint8_t* p = o.elements + row * o.element_row_bytes + g * 16;
       if (kVecOut) {
-        st_stream_v4(p, w[0], w[1], w[2], w[3]);
+        st_global_v4(p, w[0], w[1], w[2], w[3]);
       } else {
 #pragma unroll
         for (int i = 0; i < 16; ++i) st_u8(p + i, (w[i / 4] >> (8 * (i % 4))) & 0xffu);

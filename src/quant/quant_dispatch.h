@@ -22,9 +22,11 @@ const char* variant_name(Variant v);
 // "auto" | "vectorized" | "tma" (also "vec"); false if unknown.
 bool parse_variant(const char* s, Variant* out);
 
-// Measured on the H100 (docs/QUANTIZE.md "Dispatch and the threshold", session 2): the vectorized
-// kernel is as fast or faster below 2^29 elements; at 32768x16384 the TMA kernel is 8 % faster.
-inline constexpr int64_t kTmaMinElements = int64_t(1) << 29;
+// Measured on the H100 (docs/QUANTIZE.md "Dispatch and the threshold", session 4, after the
+// vectorized kernel went to 2 CTAs/SM and default-policy loads): the vectorized kernel is faster at
+// every point up to 2^30 elements (16384x16384: 97 % of copy bandwidth vs 82 % for TMA, 65536x16384:
+// 90 % vs 78 %); at 65536x32768 (2^31) TMA is 3 % faster (78 % vs 76 %).
+inline constexpr int64_t kTmaMinElements = int64_t(1) << 31;
 
 // Process-wide override (kAuto = none). Not synchronized with running calls: set it between calls.
 void set_variant_override(Variant v);

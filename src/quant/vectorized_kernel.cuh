@@ -11,6 +11,7 @@
 //     the next pair are issued before the current pair is converted (software pipelining); lanes
 //     take consecutive pairs;
 //   * codes: one 16-byte store per pair (FP4; 8 * f is 16-byte aligned for even f), two for MXFP8;
+//     loads and stores use the default L2 policy (quant_common.cuh says why);
 //   * NVFP4 scales: one 16-bit store (or two byte stores at a row end / atom edge);
 //   * an MX block is exactly one pair: no shuffles, one scale computation per thread;
 //   * row, column, addresses and scale offsets are computed once per pair; (row, g) advance
@@ -28,6 +29,12 @@
 namespace fp4kit::quant {
 
 inline constexpr int kVecThreads = 256;
+// Two CTAs per SM (<= 128 registers per thread). Measured on the H100 with the other settings equal
+// (docs/PERF.md, session 4; graph timing, M*K >= 2^24): 1 CTA (the 162 registers the exact path
+// takes unbounded) 79 % of copy bandwidth, 2 CTAs 89 %, 3 CTAs (80 registers) 85.5 %, 4 CTAs (64
+// registers, spills) 79 %. More resident warps do not buy more bytes in flight past two CTAs: each
+// thread already keeps two pairs (128 bytes) of loads outstanding.
+inline constexpr int kVecMinBlocksPerSm = 2;
 
 struct VecKernelParams {
   const uint8_t* input;
@@ -85,7 +92,7 @@ __device__ __forceinline__ void quantize_pair(const VecKernelParams& p, const Pa
     }
     uint8_t* codes = o.elements + f * 8;
     if (kVec && valid_b) {
-      st_stream_v4(codes, a0, a1, b0, b1);
+      st_global_v4(codes, a0, a1, b0, b1);
     } else {
       store_codes8(codes, a0, a1, kVec);
       if (valid_b) store_codes8(codes + 8, b0, b1, kVec);
@@ -113,7 +120,7 @@ __device__ __forceinline__ void quantize_pair(const VecKernelParams& p, const Pa
     if constexpr (kFormat == BlockFormat::kMXFP4) {
       uint8_t* codes = o.elements + f * 8;
       if (kVec) {
-        st_stream_v4(codes, a[0], a[1], b[0], b[1]);
+        st_global_v4(codes, a[0], a[1], b[0], b[1]);
       } else {
         store_codes8(codes, a[0], a[1], false);
         store_codes8(codes + 8, b[0], b[1], false);
@@ -121,8 +128,8 @@ __device__ __forceinline__ void quantize_pair(const VecKernelParams& p, const Pa
     } else {
       uint8_t* el = o.elements + f * 16;
       if (kVec) {
-        st_stream_v4(el, a[0], a[1], a[2], a[3]);
-        st_stream_v4(el + 16, b[0], b[1], b[2], b[3]);
+        st_global_v4(el, a[0], a[1], a[2], a[3]);
+        st_global_v4(el + 16, b[0], b[1], b[2], b[3]);
       } else {
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
@@ -210,7 +217,7 @@ __device__ __forceinline__ void vectorized_loop(const VecKernelParams& p, int64_
 }
 
 template <DType kIn, BlockFormat kFormat, QuantNumerics kMode, bool kVec>
-__global__ void __launch_bounds__(kVecThreads) quantize_vectorized_kernel(const VecKernelParams p) {
+__global__ void __launch_bounds__(kVecThreads, kVecMinBlocksPerSm) quantize_vectorized_kernel(const VecKernelParams p) {
   pdl_begin_persistent();
   const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t first = 2 * tid;  // flat index of the first item of this thread's first pair

@@ -271,11 +271,13 @@ TEST(QuantDispatch, VariantParsingAndForcing) {
   q.rows = 1;
   q.cols = 256;
   EXPECT_EQ(quant::choose_variant(q), quant::Variant::kVectorized);  // small: below the threshold
-  // The measured crossover (docs/QUANTIZE.md): TMA from 2^29 elements on.
-  q.rows = 1 << 15;
-  q.cols = 1 << 14;
+  // The measured crossover (docs/QUANTIZE.md): TMA from 2^31 elements on.
+  q.rows = 1 << 16;
+  q.cols = 1 << 15;
   EXPECT_EQ(quant::choose_variant(q), quant::Variant::kTma);
-  q.rows = 1 << 14;
+  q.rows = 1 << 15;
+  EXPECT_EQ(quant::choose_variant(q), quant::Variant::kVectorized);
+  q.cols = 1 << 14;
   EXPECT_EQ(quant::choose_variant(q), quant::Variant::kVectorized);
 }
 
