@@ -30,6 +30,16 @@
 namespace fp4kit::gemm_impl::sm90 {
 
 constexpr int kDecodeWarps = 8;
+// Resident CTAs per SM of decode_dp_kernel: 1 for the wide configurations (NT * R >= 4), else 2 in
+// dense mode and 3 in grouped mode. Measured on the H100 (docs/PERF.md, session 4, MoE T = 1..16,
+// all presets): the grouped kernel fits 3 CTAs (<= 80 registers) without spills and gains up to
+// 11 % at T = 2..16 (Qwen3-30B T=16 128.2 -> 114.3 us, Mixtral T=2 145.2 -> 129.7), neutral
+// elsewhere; the dense kernel spills at 80 registers (the PDL weight prefetch keeps a load group
+// live across the wait) and loses 4-7 %; the grouped stream-K kernel at 3 CTAs loses up to 7 %.
+template <int NT, int R, bool G>
+constexpr int decode_min_ctas_per_sm() {
+  return NT * R >= 4 ? 1 : (G ? 3 : 2);
+}
 
 struct DecodeGemmArgs {
   int m, n, k;
@@ -361,7 +371,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 // for layers with enough row blocks to fill the GPU this removes the stream-K fix-up and its memset
 // from the critical path.
 template <typename T, typename OutT, int NT, int R, int U, bool G = false>
-__global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
+__global__ void __launch_bounds__(kDecodeWarps * 32, decode_min_ctas_per_sm<NT, R, G>())
     decode_dp_kernel(const DecodeGemmArgs args) {
   constexpr int kAcc = R * NT * 4;
   __shared__ float partial[kDecodeWarps][kAcc][32];
