@@ -107,7 +107,11 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p) {
   // The wgmma kernels keep per-group tile counts in shared memory (sm90::kWgMaxGroups = 1024).
   if (p.groups > 1024) return max_rows <= 8 ? 1 : max_rows <= 16 ? 2 : 3;
   if (mean_rows <= 64) return 4;
-  if (mean_rows <= 256) return 5;
+  // 65..256 rows per group: 256 weight rows x 128 tokens (H100, session 4, MoE T=4096 = 128 rows
+  // per expert, FC1 x FC2 tactic sweep: DeepSeek-V3 9832 -> 8476 us, Qwen3.6-35B-A3B 944 -> 874,
+  // Qwen3-30B-A3B 1102 -> 1016 against 128x128; docs/PERF.md); 128x128 when the groups have fewer
+  // than 256 weight rows.
+  if (mean_rows <= 256) return p.n >= 256 ? 7 : 5;
   return 6;
 }
 

@@ -249,8 +249,12 @@ TEST(GroupedGemmApi, HeuristicFollowsRowsPerGroup) {
             gemm_impl::GroupedFamily::kDecode);
   p.max_rows = 8 * 4096;  // T = 4096: 128 rows per expert
   p.max_group_rows = 4096;
-  EXPECT_EQ(gemm_impl::grouped_gemm_tactic(gemm_impl::grouped_gemm_default_tactic(p))->family,
-            gemm_impl::GroupedFamily::kWgmma);
+  const gemm_impl::GroupedTactic* t = gemm_impl::grouped_gemm_tactic(gemm_impl::grouped_gemm_default_tactic(p));
+  EXPECT_EQ(t->family, gemm_impl::GroupedFamily::kWgmma);
+  EXPECT_EQ(t->block_n, 256);  // measured fastest at 128 rows per expert (grouped.cu)
+  EXPECT_EQ(t->block_m, 128);
+  p.n = 128;  // fewer weight rows than the 256-row tile
+  EXPECT_EQ(gemm_impl::grouped_gemm_tactic(gemm_impl::grouped_gemm_default_tactic(p))->block_n, 128);
 }
 
 }  // namespace
