@@ -12,10 +12,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -135,90 +133,47 @@ Exit code: 0 all points ran and passed, 1 a point failed or could not run, 2 cou
 )";
 }
 
-bool parse_gemm_bench_args(const std::vector<std::string>& args, GemmBenchOptions* options, std::string* error,
-                           bool* help) {
-  GemmBenchOptions o;
-  if (help) *help = false;
-  OptionReader r(args);
+namespace {
+
+// `fp4kit bench gemm`'s own options; parse_bench_args reads those it shares with `bench moe`.
+bool read_gemm_option(GemmBenchOptions& o, OptionReader& r, const std::string& a) {
   std::string& err = r.error;
-  while (r.next()) {
-    const std::string a = r.name();
-    std::string s;
-    int64_t iv = 0;
-    if (a == "--help" || a == "-h") {
-      if (help) *help = true;
-    } else if (a == "--quick") {
-      o.quick = true;
-    } else if (a == "--shapes") {
-      if (!r.value(&s) || !parse_shape_list(s, &o.shapes, &err)) break;
-    } else if (a == "--m") {
-      if (!r.value(&s) || !parse_count_list(s, "--m", &o.m_values, &err)) break;
-    } else if (a == "--mode") {
-      if (!r.value(&s)) break;
-      if (s == "w4a16") o.mode = GemmBenchMode::kW4A16;
-      else if (s == "w4a4") o.mode = GemmBenchMode::kW4A4;
-      else if (s == "both") o.mode = GemmBenchMode::kBoth;
-      else {
-        err = "--mode: '" + s + "' (w4a16, w4a4 or both)";
-        break;
-      }
-    } else if (a == "--tactic") {
-      if (!r.value(&s)) break;
-      if (s == "auto") {
-        o.tactic = -1;
-        o.all_tactics = false;
-      } else if (s == "all") {
-        o.all_tactics = true;
-      } else if (parse_count(s, &iv)) {
-        o.tactic = static_cast<int>(iv);
-        o.all_tactics = false;
-      } else {
-        err = "--tactic: '" + s + "' (auto, all or a tactic id)";
-        break;
-      }
-    } else if (a == "--no-baseline") {
-      o.baseline = false;
-    } else if (a == "--fp8-fast-accum") {
-      o.fp8_fast_accum = true;
-    } else if (a == "--graph") {
-      o.graph = true;
-    } else if (a == "--pdl") {
-      o.pdl = true;
-    } else if (a == "--no-check") {
-      o.check = false;
-    } else if (a == "--max-rel-err") {
-      if (!r.value_positive(&o.max_rel_err)) break;
-    } else if (a == "--csv") {
-      o.csv = true;
-    } else if (a == "--markdown") {
-      o.markdown = true;
-    } else if (a == "--output") {
-      if (!r.value(&o.output)) break;
-    } else if (a == "--warmup") {
-      if (!r.value_count(&iv, 0)) break;
-      o.warmup = static_cast<int>(iv);
-    } else if (a == "--reps") {
-      if (!r.value_count(&iv, 1)) break;
-      o.reps = static_cast<int>(iv);
-    } else if (a == "--target-ms") {
-      if (!r.value_positive(&o.target_ms)) break;
-    } else if (a == "--seed") {
-      if (!r.value_count(&iv, 0)) break;
-      o.seed = static_cast<uint64_t>(iv);
-    } else if (a == "--verbose" || a == "-v") {
-      o.verbose = true;
+  std::string s;
+  int64_t iv = 0;
+  if (a == "--shapes") {
+    if (r.value(&s)) parse_shape_list(s, &o.shapes, &err);
+  } else if (a == "--m") {
+    if (r.value(&s)) parse_count_list(s, "--m", &o.m_values, &err);
+  } else if (a == "--mode") {
+    read_mode_value(r, &o.mode);
+  } else if (a == "--tactic") {
+    if (!r.value(&s)) return true;
+    if (s == "auto") {
+      o.tactic = -1;
+      o.all_tactics = false;
+    } else if (s == "all") {
+      o.all_tactics = true;
+    } else if (parse_count(s, &iv)) {
+      o.tactic = static_cast<int>(iv);
+      o.all_tactics = false;
     } else {
-      err = "unknown argument '" + r.raw() + "'";
-      break;
+      err = "--tactic: '" + s + "' (auto, all or a tactic id)";
     }
-  }
-  if (err.empty() && o.csv && o.markdown) err = "--csv and --markdown are exclusive";
-  if (!err.empty()) {
-    if (error) *error = err;
+  } else if (a == "--fp8-fast-accum") {
+    o.fp8_fast_accum = true;
+  } else if (a == "--pdl") {
+    o.pdl = true;
+  } else {
     return false;
   }
-  *options = o;
   return true;
+}
+
+}  // namespace
+
+bool parse_gemm_bench_args(const std::vector<std::string>& args, GemmBenchOptions* options, std::string* error,
+                           bool* help) {
+  return parse_bench_args(args, options, error, help, read_gemm_option);
 }
 
 // ---- the benchmark ---------------------------------------------------------------------------------
@@ -265,21 +220,6 @@ int weight_copies(double bytes, int64_t l2_bytes) {
   return std::max(2, rotation_count(static_cast<size_t>(bytes), l2_bytes));
 }
 
-std::string fmt(double v, int decimals) {
-  if (std::isnan(v)) return "-";
-  if (std::isinf(v)) return "inf";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
-  return buf;
-}
-
-std::string fmt_sci(double v) {
-  if (std::isnan(v)) return "nan";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.2e", v);
-  return buf;
-}
-
 // Everything a shape needs on the device, freed when the shape is done.
 struct ShapeBuffers {
   int64_t n = 0, k = 0, max_m = 0;
@@ -302,13 +242,13 @@ struct ShapeBuffers {
   GpuBuffer alpha_w4a16, alpha_w4a4, amax_scratch, err_scratch, gs_workspace, gemm_workspace;
 };
 
-class GemmBench {
+class GemmBench final : public BenchDriver {
  public:
-  explicit GemmBench(const GemmBenchOptions& o) : opt_(o) {}
+  explicit GemmBench(const GemmBenchOptions& o)
+      : BenchDriver("fp4kit bench gemm", {o.warmup, o.reps, o.target_ms, o.min_reps, o.max_reps}), opt_(o) {}
   int run();
 
  private:
-  Status setup_device();
   Status probe_peaks();
   Status setup_shape(const GemmBenchShape& shape, int64_t max_m);
   Status setup_fp4kit_weights();
@@ -319,19 +259,11 @@ class GemmBench {
   Status run_fp4kit(const GemmBenchShape& shape, int64_t m, Impl impl, std::vector<Row>* rows);
   Status check_output(int64_t m, Row* row);
   Status ensure_gemm_workspace(size_t bytes);
-  Status time_eager(const CallFn& fn, double* median_us);
   void time_graph_if_small(const CallFn& fn, int rotation, Row* row);
   void finish_rows();
-  void print_report();
-  void progress(const char* fmt_, ...) __attribute__((format(printf, 2, 3)));
+  void print_report() override;
 
   GemmBenchOptions opt_;
-  cudaStream_t stream_ = nullptr;
-  std::string device_name_;
-  int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0;
-  int64_t l2_bytes_ = 0;
-  size_t global_mem_ = 0;
-  double copy_bw_ = 0;  // bytes/s, read + write
   double probe_bf16_tflops_ = 0, probe_fp8_tflops_ = 0;
   double peak_bf16_tflops_ = 0, peak_fp8_tflops_ = 0;
   CublasLtGemm lt_;
@@ -345,64 +277,10 @@ class GemmBench {
   };
   std::vector<TacticGap> gaps_;
   std::vector<GemmTacticInfo> tactics_;
-  int failures_ = 0;
-  bool sticky_error_ = false;
   std::string fp4_error_;  // non-empty: this shape's NVFP4 weights could not be made
 };
 
-void GemmBench::progress(const char* fmt_, ...) {
-  va_list ap;
-  va_start(ap, fmt_);
-  std::vfprintf(stderr, fmt_, ap);
-  va_end(ap);
-  std::fflush(stderr);
-}
-
-// bench_util's eager timing with an adaptive number of calls: a short first pass (after the warm-up)
-// estimates the time per call, then target_ms worth of calls (min_reps..max_reps) are timed.
-Status GemmBench::time_eager(const CallFn& fn, double* median_us) {
-  TimingOptions o;
-  o.warmup = std::max(1, opt_.warmup);
-  o.iterations = 3;
-  Timing est;
-  FP4KIT_RETURN_IF_ERROR(time_calls(fn, stream_, o, &est));
-  o.warmup = 1;
-  if (opt_.reps > 0) {
-    o.iterations = opt_.reps;
-  } else {
-    const double want = est.median_us > 0 ? opt_.target_ms * 1000.0 / est.median_us : opt_.max_reps;
-    o.iterations = static_cast<int>(std::clamp<double>(want, std::max(1, opt_.min_reps), std::max(1, opt_.max_reps)));
-  }
-  Timing t;
-  FP4KIT_RETURN_IF_ERROR(time_calls(fn, stream_, o, &t));
-  *median_us = t.median_us;
-  return Status::ok();
-}
-
 #define GB_CUDA(expr, what) FP4KIT_RETURN_IF_ERROR(::fp4kit::bench::cuda_result(int(expr), (what)))
-
-Status GemmBench::setup_device() {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    return Status(StatusCode::kNoDevice, std::string("no CUDA device (") +
-                                             (e != cudaSuccess ? cudaGetErrorString(e) : "count 0") + ")");
-  }
-  int dev = 0;
-  GB_CUDA(cudaGetDevice(&dev), "cudaGetDevice");
-  cudaDeviceProp prop{};
-  GB_CUDA(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
-  device_name_ = prop.name;
-  cc_major_ = prop.major;
-  cc_minor_ = prop.minor;
-  sm_count_ = prop.multiProcessorCount;
-  int l2 = 0;
-  GB_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), "cudaDeviceGetAttribute(L2)");
-  l2_bytes_ = l2;
-  global_mem_ = prop.totalGlobalMem;
-  GB_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  return Status::ok();
-}
 
 // Compute ceilings: cuBLASLt BF16 and FP8 at 8192^3 (raised later by any larger value seen at M >= 2048).
 Status GemmBench::probe_peaks() {
@@ -1053,13 +931,13 @@ void GemmBench::print_report() {
     std::string impl = impl_name(r.impl);
     if (r.is_best_row) impl += ".best";
     std::vector<std::string> c = {r.shape, std::to_string(r.n), std::to_string(r.k), std::to_string(r.m), impl,
-                                  r.error.empty() ? fmt(r.us, 2) : "ERROR"};
-    if (opt_.graph) c.push_back(fmt(r.graph_us, 2));
-    c.push_back(fmt(d.tflops, 1));
-    c.push_back(fmt(d.wtbps, 3));
-    c.push_back(r.impl == Impl::kCublasBF16 ? "-" : fmt(d.x_bf16, 2));
-    c.push_back(r.impl == Impl::kCublasFP8 ? "-" : fmt(d.x_fp8, 2));
-    c.push_back(fmt(d.roof, 2));
+                                  r.error.empty() ? fmt_fixed(r.us, 2) : "ERROR"};
+    if (opt_.graph) c.push_back(fmt_fixed(r.graph_us, 2));
+    c.push_back(fmt_fixed(d.tflops, 1));
+    c.push_back(fmt_fixed(d.wtbps, 3));
+    c.push_back(r.impl == Impl::kCublasBF16 ? "-" : fmt_fixed(d.x_bf16, 2));
+    c.push_back(r.impl == Impl::kCublasFP8 ? "-" : fmt_fixed(d.x_fp8, 2));
+    c.push_back(fmt_fixed(d.roof, 2));
     c.push_back(r.checked ? fmt_sci(r.rel_err) : "-");
     c.push_back(!r.error.empty() ? "ERROR" : (!r.checked ? (r.impl == Impl::kCublasBF16 ? "ref" : "-")
                                                          : (r.check_ok ? "ok" : "FAIL")));
@@ -1103,9 +981,10 @@ void GemmBench::print_report() {
     for (const auto& key : order) {
       const Point& p = pts[key];
       wide.add_row({std::to_string(std::get<0>(key)), std::to_string(std::get<1>(key)), std::to_string(std::get<2>(key)),
-                    fmt(p.us[0], 1), fmt(p.us[1], 1), fmt(p.us[2], 1), fmt(p.us[3], 1), fmt(p.tf[0], 1),
-                    fmt(p.tf[1], 1), fmt(p.tf[2], 1), fmt(p.tf[3], 1), fmt(p.wtb, 3), fmt(p.us[0] / p.us[2], 2),
-                    fmt(p.us[1] / p.us[2], 2), fmt(p.us[1] / p.us[3], 2), p.tac[0], p.tac[1]});
+                    fmt_fixed(p.us[0], 1), fmt_fixed(p.us[1], 1), fmt_fixed(p.us[2], 1), fmt_fixed(p.us[3], 1),
+                    fmt_fixed(p.tf[0], 1), fmt_fixed(p.tf[1], 1), fmt_fixed(p.tf[2], 1), fmt_fixed(p.tf[3], 1),
+                    fmt_fixed(p.wtb, 3), fmt_fixed(p.us[0] / p.us[2], 2), fmt_fixed(p.us[1] / p.us[2], 2),
+                    fmt_fixed(p.us[1] / p.us[3], 2), p.tac[0], p.tac[1]});
     }
   }
 
@@ -1118,13 +997,6 @@ void GemmBench::print_report() {
       double min_x_bf16 = kNaN, min_x_fp8 = kNaN, min_bw_frac = kNaN;  // M <= 16
       int64_t at_m_bf16 = 0, at_m_fp8 = 0, at_m_bw = 0;
     };
-    auto upd_min = [](double& cur, int64_t& at, double v, int64_t m) {
-      if (std::isnan(v)) return;
-      if (std::isnan(cur) || v < cur) {
-        cur = v;
-        at = m;
-      }
-    };
     std::vector<std::string> shape_order;
     std::map<std::string, std::map<int, Agg>> agg;  // shape -> impl -> agg
     for (const Row& r : rows_) {
@@ -1133,11 +1005,11 @@ void GemmBench::print_report() {
       if (!agg.count(r.shape)) shape_order.push_back(r.shape);
       Agg& a = agg[r.shape][static_cast<int>(r.impl)];
       const Derived d = derive(r);
-      if (r.m >= 2048) upd_min(a.min_tf_ratio, a.at_m_tf, d.x_bf16, r.m);  // same-point time ratio = TFLOP/s ratio
+      if (r.m >= 2048) keep_min(a.min_tf_ratio, a.at_m_tf, d.x_bf16, r.m);  // same-point time ratio = TFLOP/s ratio
       if (r.m <= 16) {
-        upd_min(a.min_x_bf16, a.at_m_bf16, d.x_bf16, r.m);
-        upd_min(a.min_x_fp8, a.at_m_fp8, d.x_fp8, r.m);
-        upd_min(a.min_bw_frac, a.at_m_bw, r.weight_bytes / (r.us * 1e-6) / copy_bw_, r.m);
+        keep_min(a.min_x_bf16, a.at_m_bf16, d.x_bf16, r.m);
+        keep_min(a.min_x_fp8, a.at_m_fp8, d.x_fp8, r.m);
+        keep_min(a.min_bw_frac, a.at_m_bw, r.weight_bytes / (r.us * 1e-6) / copy_bw_, r.m);
       }
     }
     sum << "summary (per shape; min over the M values measured):\n";
@@ -1145,9 +1017,7 @@ void GemmBench::print_report() {
       for (const auto& [impl, a] : agg[s]) {
         const char* nm = impl_name(static_cast<Impl>(impl));
         char buf[512];
-        auto at = [](double v, int64_t m, int d) {
-          return std::isnan(v) ? std::string("n/a") : fmt(v, d) + " (M=" + std::to_string(m) + ")";
-        };
+        auto at = [](double v, int64_t m, int d) { return fmt_min_at(v, m, d, "M"); };
         std::snprintf(buf, sizeof(buf),
                       "  %-18s %-13s M>=2048: min TFLOP/s vs cuBLAS BF16 %s | M<=16: min speedup vs BF16 %s, "
                       "vs FP8 %s, min weight BW / copy BW %s\n",
@@ -1208,72 +1078,33 @@ void GemmBench::print_report() {
     std::snprintf(buf, sizeof(buf), "checks: %d/%d passed (rel_err < %g)%s; %d point(s) could not run\n", passed,
                   checked, opt_.max_rel_err, passed == checked ? "" : "  <<< FAILURES", errors);
     sum << buf;
-    if (failures_ > 0) sum << "RESULT: FAIL (" << failures_ << " failure(s); see '!!!' lines on stderr and ERROR/FAIL rows)\n";
-    else sum << "RESULT: PASS\n";
+    sum << result_line();
   }
 
   // Header: the run's device and ceilings (prefixed "# " in CSV).
-  std::string head;
-  head += strprintf("device %s sms=%d l2=%lldMB cc=%d.%d\n", device_name_.c_str(), sm_count_,
-                    (long long)(l2_bytes_ >> 20), cc_major_, cc_minor_);
-  head += strprintf("copy_bw_TBps(read+write) %.3f\n", copy_bw_ / 1e12);
+  std::string head = device_head();
   head += strprintf("peak_TFLOPs cuBLASLt bf16 %.1f (8192^3 probe %.1f), fp8%s %.1f (probe %.1f)\n",
                     peak_bf16_tflops_, probe_bf16_tflops_, opt_.fp8_fast_accum ? "(fast-accum)" : "",
                     peak_fp8_tflops_, probe_fp8_tflops_);
   head += strprintf("timing: median of per-call CUDA-event times%s; weights rotated over >= 2x L2; us = microseconds\n",
                     opt_.graph ? ", graph_us = median graph replay / calls (points < 200 us)" : "");
   head += "roof = max(bytes / copy_bw, 2MNK / peak) / us (docs/BENCH_GEMM.md)\n";
-  auto commented = [](const std::string& text) {
-    std::string out;
-    std::istringstream ls(text);
-    for (std::string l; std::getline(ls, l);) out += "# " + l + "\n";
-    return out;
-  };
-  const std::string summary = sum.str();
-  const std::string as_csv = commented(head) + table.csv() + commented(summary);
-  const std::string as_md = "```\n" + head + "```\n\n" + table.markdown() + "\n" + wide.markdown() + "\n```\n" +
-                            summary + "```\n";
-  if (opt_.csv) {
-    std::printf("%s", as_csv.c_str());
-  } else if (opt_.markdown) {
-    std::printf("%s", as_md.c_str());
-  } else {
-    std::printf("%s\n%s\n%s\n%s", head.c_str(), table.text().c_str(), wide.text().c_str(), summary.c_str());
-  }
-  std::fflush(stdout);
-  if (!opt_.output.empty()) {
-    std::ofstream f(opt_.output);
-    const bool to_csv = opt_.output.size() >= 4 && opt_.output.compare(opt_.output.size() - 4, 4, ".csv") == 0;
-    f << (to_csv ? as_csv : as_md);
-    if (!f) std::fprintf(stderr, "fp4kit bench gemm: could not write %s\n", opt_.output.c_str());
-  }
+  ReportText report{head, sum.str()};
+  report.text = table.text() + "\n" + wide.text();
+  report.csv = table.csv();
+  report.markdown = table.markdown() + "\n" + wide.markdown();
+  emit_report(report, opt_.csv, opt_.markdown, opt_.output);
 }
 
 int GemmBench::run() {
-  {
-    const Status d = setup_device();
-    if (!d.is_ok()) {
-      std::fprintf(stderr, "fp4kit bench gemm: %s\n", d.to_string().c_str());
-      return 2;
-    }
-  }
-  if (cc_major_ != 9) {
-    progress("warning: %s is sm_%d%d; fp4kit's kernels target sm_90a (H100/H200)\n", device_name_.c_str(), cc_major_,
-             cc_minor_);
-  }
+  if (!start()) return 2;
   tactics_ = gemm_tactics();
   if (opt_.all_tactics && tactics_.empty()) {
     std::fprintf(stderr, "fp4kit bench gemm: --tactic all: fp4kit reports no tactics\n");
     return 2;
   }
-  {
-    const Status c = copy_bandwidth(size_t(1) << 30, 20, stream_, &copy_bw_);
-    if (!c.is_ok()) {
-      std::fprintf(stderr, "fp4kit bench gemm: copy bandwidth: %s\n", c.to_string().c_str());
-      return 2;
-    }
-    progress("device %s, copy bandwidth %.3f TB/s (read+write)\n", device_name_.c_str(), copy_bw_ / 1e12);
-  }
+  if (!measure_copy_bandwidth()) return 2;
+  progress("device %s, copy bandwidth %.3f TB/s (read+write)\n", device_name_.c_str(), copy_bw_ / 1e12);
   {
     const Status p = probe_peaks();
     if (!p.is_ok()) {
@@ -1323,13 +1154,7 @@ int GemmBench::run() {
     if (sticky_error_) break;
   }
   sb_ = ShapeBuffers();
-  if (sticky_error_) {
-    progress("!!! a CUDA error left the context unusable; the report below is partial\n");
-    ++failures_;
-  }
-  print_report();
-  if (stream_) cudaStreamDestroy(stream_);
-  return failures_ > 0 ? 1 : 0;
+  return finish();
 }
 
 }  // namespace

@@ -16,11 +16,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -88,94 +86,59 @@ Exit code: 0 all points ran and passed, 1 a point failed or could not run, 2 cou
 )";
 }
 
-bool parse_moe_bench_args(const std::vector<std::string>& args, MoeBenchOptions* options, std::string* error,
-                          bool* help) {
-  MoeBenchOptions o;
-  if (help) *help = false;
-  OptionReader r(args);
+namespace {
+
+// `fp4kit bench moe`'s own options; parse_bench_args reads those it shares with `bench gemm`.
+bool read_moe_option(MoeBenchOptions& o, OptionReader& r, const std::string& a) {
   std::string& err = r.error;
-  while (r.next()) {
-    const std::string a = r.name();
-    std::string s;
-    int64_t iv = 0;
-    if (a == "--help" || a == "-h") {
-      if (help) *help = true;
-    } else if (a == "--quick") {
-      o.quick = true;
-    } else if (a == "--preset" || a == "--presets") {
-      if (r.value(&s)) parse_moe_bench_presets(s, &o.presets, &err);
-    } else if (a == "--t") {
-      if (r.value(&s)) parse_count_list(s, "--t", &o.t_values, &err);
-    } else if (a == "--mode") {
-      if (!r.value(&s)) break;
-      if (s == "w4a16") o.mode = MoeBenchMode::kW4A16;
-      else if (s == "w4a4") o.mode = MoeBenchMode::kW4A4;
-      else if (s == "both") o.mode = MoeBenchMode::kBoth;
-      else err = "--mode: '" + s + "' (w4a16, w4a4 or both)";
-    } else if (a == "--routing") {
-      if (!r.value(&s)) break;
-      if (s == "uniform") o.routing = MoeBenchRouting::kUniform;
-      else if (s == "skewed") o.routing = MoeBenchRouting::kSkewed;
-      else if (s == "both") o.routing = MoeBenchRouting::kBoth;
-      else err = "--routing: '" + s + "' (uniform, skewed or both)";
-    } else if (a == "--zipf") {
-      r.value_positive(&o.zipf_s);
-    } else if (a == "--graph") {
-      o.graph = true;
-    } else if (a == "--no-baseline") {
-      o.baseline = false;
-    } else if (a == "--no-check") {
-      o.check = false;
-    } else if (a == "--check-max-t") {
-      if (r.value_count(&iv, 0)) o.check_max_t = iv;
-    } else if (a == "--no-reduced-check") {
-      o.reduced_check = false;
-    } else if (a == "--max-rel-err") {
-      r.value_positive(&o.max_rel_err);
-    } else if (a == "--csv") {
-      o.csv = true;
-    } else if (a == "--markdown") {
-      o.markdown = true;
-    } else if (a == "--output") {
-      r.value(&o.output);
-    } else if (a == "--warmup") {
-      if (r.value_count(&iv, 0)) o.warmup = int(iv);
-    } else if (a == "--reps") {
-      if (r.value_count(&iv, 1)) o.reps = int(iv);
-    } else if (a == "--target-ms") {
-      r.value_positive(&o.target_ms);
-    } else if (a == "--seed") {
-      if (r.value_count(&iv, 0)) o.seed = uint64_t(iv);
-    } else if (a == "--fc1-tactic" || a == "--fc2-tactic") {
-      // -1 (heuristic) or a grouped tactic id; fused_moe reports ids it cannot run.
-      std::string s;
-      if (r.value(&s)) {
-        const bool neg = s == "-1";
-        if (!neg && (!parse_count(s, &iv) || iv >= gemm_impl::grouped_gemm_tactic_count())) {
-          err = a + ": bad value '" + s + "' (-1 or 0.." + std::to_string(gemm_impl::grouped_gemm_tactic_count() - 1) + ")";
-        } else {
-          (a == "--fc1-tactic" ? o.fc1_tactic : o.fc2_tactic) = neg ? -1 : int(iv);
-        }
+  std::string s;
+  int64_t iv = 0;
+  if (a == "--preset" || a == "--presets") {
+    if (r.value(&s)) parse_moe_bench_presets(s, &o.presets, &err);
+  } else if (a == "--t") {
+    if (r.value(&s)) parse_count_list(s, "--t", &o.t_values, &err);
+  } else if (a == "--mode") {
+    read_mode_value(r, &o.mode);
+  } else if (a == "--routing") {
+    if (!r.value(&s)) return true;
+    if (s == "uniform") o.routing = MoeBenchRouting::kUniform;
+    else if (s == "skewed") o.routing = MoeBenchRouting::kSkewed;
+    else if (s == "both") o.routing = MoeBenchRouting::kBoth;
+    else err = "--routing: '" + s + "' (uniform, skewed or both)";
+  } else if (a == "--zipf") {
+    r.value_positive(&o.zipf_s);
+  } else if (a == "--check-max-t") {
+    if (r.value_count(&iv, 0)) o.check_max_t = iv;
+  } else if (a == "--no-reduced-check") {
+    o.reduced_check = false;
+  } else if (a == "--fc1-tactic" || a == "--fc2-tactic") {
+    // -1 (heuristic) or a grouped tactic id; fused_moe reports ids it cannot run.
+    if (r.value(&s)) {
+      const bool neg = s == "-1";
+      if (!neg && (!parse_count(s, &iv) || iv >= gemm_impl::grouped_gemm_tactic_count())) {
+        err = a + ": bad value '" + s + "' (-1 or 0.." + std::to_string(gemm_impl::grouped_gemm_tactic_count() - 1) +
+              ")";
+      } else {
+        (a == "--fc1-tactic" ? o.fc1_tactic : o.fc2_tactic) = neg ? -1 : int(iv);
       }
-    } else if (a == "--path") {
-      if (!r.value(&s)) break;
-      if (s == "auto") o.path = MoePath::kAuto;
-      else if (s == "pipeline") o.path = MoePath::kPipeline;
-      else if (s == "per-entry") o.path = MoePath::kPerEntry;
-      else err = "--path: '" + s + "' (auto, pipeline or per-entry)";
-    } else if (a == "--verbose" || a == "-v") {
-      o.verbose = true;
-    } else {
-      err = "unknown argument '" + r.raw() + "'";
     }
-  }
-  if (err.empty() && o.csv && o.markdown) err = "--csv and --markdown are exclusive";
-  if (!err.empty()) {
-    if (error) *error = err;
+  } else if (a == "--path") {
+    if (!r.value(&s)) return true;
+    if (s == "auto") o.path = MoePath::kAuto;
+    else if (s == "pipeline") o.path = MoePath::kPipeline;
+    else if (s == "per-entry") o.path = MoePath::kPerEntry;
+    else err = "--path: '" + s + "' (auto, pipeline or per-entry)";
+  } else {
     return false;
   }
-  *options = o;
   return true;
+}
+
+}  // namespace
+
+bool parse_moe_bench_args(const std::vector<std::string>& args, MoeBenchOptions* options, std::string* error,
+                          bool* help) {
+  return parse_bench_args(args, options, error, help, read_moe_option);
 }
 
 // ---- the benchmark ---------------------------------------------------------------------------------
@@ -228,21 +191,6 @@ const char* impl_name(Impl i) {
 
 bool is_fp4kit(Impl i) { return i == Impl::kW4A16 || i == Impl::kW4A4; }
 
-std::string fmt(double v, int decimals) {
-  if (std::isnan(v)) return "-";
-  if (std::isinf(v)) return "inf";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
-  return buf;
-}
-
-std::string fmt_sci(double v) {
-  if (std::isnan(v)) return "nan";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.2e", v);
-  return buf;
-}
-
 // One implementation at one point.
 struct Row {
   std::string preset;
@@ -291,13 +239,13 @@ struct HostExperts {
   std::vector<uint8_t> c1, s1, c2, s2;
 };
 
-class MoeBench {
+class MoeBench final : public BenchDriver {
  public:
-  explicit MoeBench(const MoeBenchOptions& o) : opt_(o) {}
+  explicit MoeBench(const MoeBenchOptions& o)
+      : BenchDriver("fp4kit bench moe", {o.warmup, o.reps, o.target_ms, o.min_reps, o.max_reps}), opt_(o) {}
   int run();
 
  private:
-  Status setup_device();
   Status build_layer(const MoeBenchPreset& pr, uint64_t seed, Layer* L);
   Status gen_checkpoint(const Layer& L, int fc, int64_t e0, int64_t ne, uint8_t* codes, uint8_t* scales);
   Status gather_experts(const Layer& L, const std::vector<int64_t>& experts, HostExperts* out);
@@ -312,20 +260,13 @@ class MoeBench {
   Status run_cublas_dense(const Layer& L, int64_t T, Row* row);
   Status run_preset(const MoeBenchPreset& pr, const std::vector<int64_t>& ts);
   Status run_reduced_check(const MoeBenchPreset& pr, int64_t T);
-  Status time_eager(const CallFn& fn, double* median_us);
   Status time_graph(const CallFn& fn, int batch, double eager_us, double* median_us);
   void release_baseline();
-  void print_report();
-  void progress(const char* fmt_, ...) __attribute__((format(printf, 2, 3)));
+  void print_report() override;
   std::vector<int> modes() const;
   std::vector<bool> routings() const;
 
   MoeBenchOptions opt_;
-  cudaStream_t stream_ = nullptr;
-  std::string device_name_;
-  int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0;
-  int64_t l2_bytes_ = 0;
-  double copy_bw_ = 0;  // bytes/s, read + write
   CublasLtGemm lt_;
   // Per preset (freed between presets).
   GpuBuffer x_, out_, ws_;
@@ -335,17 +276,7 @@ class MoeBench {
   GpuBuffer xp_, y1_, hp_, y2_;                // baseline activations [T*k, H|2I|I|H]
   std::string baseline_note_;
   std::vector<Row> rows_;
-  int failures_ = 0;
-  bool sticky_error_ = false;
 };
-
-void MoeBench::progress(const char* fmt_, ...) {
-  va_list ap;
-  va_start(ap, fmt_);
-  std::vfprintf(stderr, fmt_, ap);
-  va_end(ap);
-  std::fflush(stderr);
-}
 
 std::vector<int> MoeBench::modes() const {
   std::vector<int> m;
@@ -375,25 +306,6 @@ Status MoeBench::ensure(GpuBuffer& b, size_t bytes, const char* what) {
   return b.alloc(std::max<size_t>(bytes, 256), what);
 }
 
-Status MoeBench::time_eager(const CallFn& fn, double* median_us) {
-  TimingOptions o;
-  o.warmup = std::max(1, opt_.warmup);
-  o.iterations = 3;
-  Timing est;
-  FP4KIT_RETURN_IF_ERROR(time_calls(fn, stream_, o, &est));
-  o.warmup = 1;
-  if (opt_.reps > 0) {
-    o.iterations = opt_.reps;
-  } else {
-    const double want = est.median_us > 0 ? opt_.target_ms * 1000.0 / est.median_us : opt_.max_reps;
-    o.iterations = int(std::clamp<double>(want, std::max(1, opt_.min_reps), std::max(1, opt_.max_reps)));
-  }
-  Timing t;
-  FP4KIT_RETURN_IF_ERROR(time_calls(fn, stream_, o, &t));
-  *median_us = t.median_us;
-  return Status::ok();
-}
-
 // Graph replay of `batch` calls; replays adapted to target_ms from an estimate of one call.
 Status MoeBench::time_graph(const CallFn& fn, int batch, double eager_us, double* median_us) {
   TimingOptions o;
@@ -406,28 +318,6 @@ Status MoeBench::time_graph(const CallFn& fn, int batch, double eager_us, double
   Timing g;
   FP4KIT_RETURN_IF_ERROR(time_calls(fn, stream_, o, &g));
   *median_us = g.median_us;
-  return Status::ok();
-}
-
-Status MoeBench::setup_device() {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    return Status(StatusCode::kNoDevice, std::string("no CUDA device (") +
-                                             (e != cudaSuccess ? cudaGetErrorString(e) : "count 0") + ")");
-  }
-  int dev = 0;
-  MB_CUDA(cudaGetDevice(&dev), "cudaGetDevice");
-  cudaDeviceProp prop{};
-  MB_CUDA(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
-  device_name_ = prop.name;
-  cc_major_ = prop.major;
-  cc_minor_ = prop.minor;
-  sm_count_ = prop.multiProcessorCount;
-  int l2 = 0;
-  MB_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), "cudaDeviceGetAttribute(L2)");
-  l2_bytes_ = l2;
-  MB_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   return Status::ok();
 }
 
@@ -975,7 +865,8 @@ Status MoeBench::run_preset(const MoeBenchPreset& pr, const std::vector<int64_t>
       std::string line;
       for (size_t i = first; i < rows_.size(); ++i) {
         const Row& x = rows_[i];
-        line += strprintf("  %s=%s", impl_name(x.impl), !x.error.empty() ? "ERROR" : (fmt(x.best_us(), 1) + "us").c_str());
+        line += strprintf("  %s=%s", impl_name(x.impl),
+                          !x.error.empty() ? "ERROR" : (fmt_fixed(x.best_us(), 1) + "us").c_str());
         if (x.checked) line += x.check_ok ? "(ok " + fmt_sci(x.rel_err) + ")" : "(CHECK FAILED)";
       }
       progress("[%s T=%lld %s]%s\n", pr.name.c_str(), (long long)T, rname.c_str(), line.c_str());
@@ -1088,16 +979,16 @@ void MoeBench::print_report() {
     const auto& b = base[Key{r.preset, r.t, r.routing}];
     std::vector<std::string> c = {r.preset, std::to_string(r.h), std::to_string(r.e), std::to_string(r.k),
                                   std::to_string(r.inter), std::to_string(r.t), r.routing, impl_name(r.impl),
-                                  !r.error.empty() ? "ERROR" : fmt(r.us, 2)};
-    if (opt_.graph || opt_.baseline) c.push_back(fmt(r.graph_us, 2));
+                                  !r.error.empty() ? "ERROR" : fmt_fixed(r.us, 2)};
+    if (opt_.graph || opt_.baseline) c.push_back(fmt_fixed(r.graph_us, 2));
     c.push_back(r.reduced ? "-" : std::to_string(r.sets));
-    c.push_back(fmt(r.n_active, 1));
-    c.push_back(fmt(r.weight_bytes / 1e6, 1));
-    c.push_back(timed ? fmt(r.weight_bytes / (t * 1e6), 3) : "-");
-    c.push_back(timed ? fmt(r.weight_bytes / (t * 1e-6) / copy_bw_, 2) : "-");
-    c.push_back(timed ? fmt(r.flops / (t * 1e6), 1) : "-");
-    c.push_back(timed && is_fp4kit(r.impl) ? fmt(b.first / t, 2) : "-");
-    c.push_back(timed && is_fp4kit(r.impl) ? fmt(b.second / t, 2) : "-");
+    c.push_back(fmt_fixed(r.n_active, 1));
+    c.push_back(fmt_fixed(r.weight_bytes / 1e6, 1));
+    c.push_back(timed ? fmt_fixed(r.weight_bytes / (t * 1e6), 3) : "-");
+    c.push_back(timed ? fmt_fixed(r.weight_bytes / (t * 1e-6) / copy_bw_, 2) : "-");
+    c.push_back(timed ? fmt_fixed(r.flops / (t * 1e6), 1) : "-");
+    c.push_back(timed && is_fp4kit(r.impl) ? fmt_fixed(b.first / t, 2) : "-");
+    c.push_back(timed && is_fp4kit(r.impl) ? fmt_fixed(b.second / t, 2) : "-");
     c.push_back(r.checked ? fmt_sci(r.rel_err) : "-");
     c.push_back(!r.error.empty() ? "ERROR" : (!r.checked ? "-" : (r.check_ok ? "ok" : "FAIL")));
     std::string note = r.note;
@@ -1114,13 +1005,6 @@ void MoeBench::print_report() {
       double min_bw = kNaN, min_bw_large = kNaN, min_x_bf16 = kNaN, min_x_dense = kNaN, t1_graph = kNaN;
       int64_t at_bw = 0, at_bw_large = 0, at_x = 0, at_dense = 0;
     };
-    auto upd = [](double& cur, int64_t& at, double v, int64_t t) {
-      if (std::isnan(v)) return;
-      if (std::isnan(cur) || v < cur) {
-        cur = v;
-        at = t;
-      }
-    };
     std::vector<std::string> order;
     std::map<std::string, Agg> agg;
     for (const Row& r : rows_) {
@@ -1132,16 +1016,14 @@ void MoeBench::print_report() {
       const auto& b = base[Key{r.preset, r.t, r.routing}];
       if (r.t <= 16) {
         const double bw = r.weight_bytes / (t * 1e-6) / copy_bw_;
-        upd(a.min_bw, a.at_bw, bw, r.t);
-        if (r.weight_bytes > double(kLargeActiveBytes)) upd(a.min_bw_large, a.at_bw_large, bw, r.t);
-        upd(a.min_x_bf16, a.at_x, b.first / t, r.t);
+        keep_min(a.min_bw, a.at_bw, bw, r.t);
+        if (r.weight_bytes > double(kLargeActiveBytes)) keep_min(a.min_bw_large, a.at_bw_large, bw, r.t);
+        keep_min(a.min_x_bf16, a.at_x, b.first / t, r.t);
       }
-      if (r.t >= 4096) upd(a.min_x_dense, a.at_dense, b.second / t, r.t);
+      if (r.t >= 4096) keep_min(a.min_x_dense, a.at_dense, b.second / t, r.t);
       if (r.t == 1) a.t1_graph = r.graph_us;
     }
-    auto at = [](double v, int64_t t, int d) {
-      return std::isnan(v) ? std::string("n/a") : fmt(v, d) + " (T=" + std::to_string(t) + ")";
-    };
+    auto at = [](double v, int64_t t, int d) { return fmt_min_at(v, t, d, "T"); };
     for (const std::string& key : order) {
       const Agg& a = agg[key];
       std::string line = "  " + key + ": T<=16: min active-weight BW / copy BW " + at(a.min_bw, a.at_bw, 2);
@@ -1150,7 +1032,7 @@ void MoeBench::print_report() {
       line += "; min speedup vs BF16 per-expert " + at(a.min_x_bf16, a.at_x, 2);
       line += " | T>=4096: min TFLOP/s vs dense cuBLASLt BF16 " + at(a.min_x_dense, a.at_dense, 3);
       if (!std::isnan(a.min_x_dense)) line += a.min_x_dense >= 0.80 ? " [>= 0.80: met]" : " [>= 0.80: MISSED]";
-      if (!std::isnan(a.t1_graph)) line += " | T=1 graph " + fmt(a.t1_graph, 2) + " us";
+      if (!std::isnan(a.t1_graph)) line += " | T=1 graph " + fmt_fixed(a.t1_graph, 2) + " us";
       if (!std::isnan(a.t1_graph) && key.rfind("qwen3.6-35b-a3b ", 0) == 0) {
         line += a.t1_graph <= 15.0 ? " [<= 15 us: met]" : " [<= 15 us: MISSED]";
       }
@@ -1167,13 +1049,9 @@ void MoeBench::print_report() {
   }
   sum << strprintf("checks: %d/%d passed (rel_err <= %g against the CPU reference)%s; %d point(s) could not run\n", passed,
                    checked, opt_.max_rel_err, passed == checked ? "" : "  <<< FAILURES", errors);
-  if (failures_ > 0) sum << "RESULT: FAIL (" << failures_ << " failure(s); see '!!!' lines on stderr and ERROR/FAIL rows)\n";
-  else sum << "RESULT: PASS\n";
+  sum << result_line();
 
-  std::string head;
-  head += strprintf("device %s sms=%d l2=%lldMB cc=%d.%d\n", device_name_.c_str(), sm_count_,
-                    (long long)(l2_bytes_ >> 20), cc_major_, cc_minor_);
-  head += strprintf("copy_bw_TBps(read+write) %.3f\n", copy_bw_ / 1e12);
+  std::string head = device_head();
   head += "timing: us = median of per-call CUDA-event times (eager); graph_us = median CUDA-graph replay / calls; "
           "cuBLASLt per-expert rows are timed by graph replay\n";
   head += "routing tables rotated per call so that the touched experts exceed 2x L2 (tables column); act_MB = "
@@ -1185,48 +1063,13 @@ void MoeBench::print_report() {
           "\n";
   head += "bw/copy = act_MB / t / copy_bw; x_bf16 = t(cuBLASLt per-expert) / t; x_dense = t(cuBLASLt dense, same "
           "FLOPs) / t = TFLOP/s ratio (docs/MOE.md)\n";
-  auto commented = [](const std::string& text) {
-    std::string out;
-    std::istringstream ls(text);
-    for (std::string l; std::getline(ls, l);) out += "# " + l + "\n";
-    return out;
-  };
-  const std::string summary = sum.str();
-  const std::string as_csv = commented(head) + table.csv() + commented(summary);
-  const std::string as_md = "```\n" + head + "```\n\n" + table.markdown() + "\n```\n" + summary + "```\n";
-  if (opt_.csv) std::printf("%s", as_csv.c_str());
-  else if (opt_.markdown) std::printf("%s", as_md.c_str());
-  else std::printf("%s\n%s\n%s", head.c_str(), table.text().c_str(), summary.c_str());
-  std::fflush(stdout);
-  if (!opt_.output.empty()) {
-    std::ofstream f(opt_.output);
-    const bool to_csv = opt_.output.size() >= 4 && opt_.output.compare(opt_.output.size() - 4, 4, ".csv") == 0;
-    f << (to_csv ? as_csv : as_md);
-    if (!f) std::fprintf(stderr, "fp4kit bench moe: could not write %s\n", opt_.output.c_str());
-  }
+  emit_report({head, sum.str(), table.text(), table.csv(), table.markdown()}, opt_.csv, opt_.markdown, opt_.output);
 }
 
 int MoeBench::run() {
-  {
-    const Status d = setup_device();
-    if (!d.is_ok()) {
-      std::fprintf(stderr, "fp4kit bench moe: %s\n", d.to_string().c_str());
-      return 2;
-    }
-  }
-  if (cc_major_ != 9) {
-    progress("warning: %s is sm_%d%d; fp4kit's kernels target sm_90a (H100/H200)\n", device_name_.c_str(), cc_major_,
-             cc_minor_);
-  }
-  {
-    const Status c = copy_bandwidth(size_t(1) << 30, 20, stream_, &copy_bw_);
-    if (!c.is_ok()) {
-      std::fprintf(stderr, "fp4kit bench moe: copy bandwidth: %s\n", c.to_string().c_str());
-      return 2;
-    }
-    progress("device %s, copy bandwidth %.3f TB/s (read+write), L2 %lld MB\n", device_name_.c_str(), copy_bw_ / 1e12,
-             (long long)(l2_bytes_ >> 20));
-  }
+  if (!start() || !measure_copy_bandwidth()) return 2;
+  progress("device %s, copy bandwidth %.3f TB/s (read+write), L2 %lld MB\n", device_name_.c_str(), copy_bw_ / 1e12,
+           (long long)(l2_bytes_ >> 20));
   const std::vector<MoeBenchPreset> presets = opt_.presets.empty() ? default_moe_bench_presets() : opt_.presets;
   const std::vector<int64_t> ts =
       !opt_.t_values.empty() ? opt_.t_values : (opt_.quick ? quick_moe_bench_t() : default_moe_bench_t());
@@ -1263,13 +1106,7 @@ int MoeBench::run() {
     scratch_c_.release();
     scratch_s_.release();
   }
-  if (sticky_error_) {
-    progress("!!! a CUDA error left the context unusable; the report below is partial\n");
-    ++failures_;
-  }
-  print_report();
-  if (stream_) cudaStreamDestroy(stream_);
-  return failures_ > 0 ? 1 : 0;
+  return finish();
 }
 
 }  // namespace

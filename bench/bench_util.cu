@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 namespace fp4kit::bench {
 
@@ -329,6 +330,40 @@ Status Table::write_markdown(const std::string& path, const std::string& preambl
   return write_file(path, preamble + (preamble.empty() ? "" : "\n") + markdown());
 }
 
+std::string fmt_fixed(double v, int decimals) {
+  if (std::isnan(v)) return "-";
+  if (std::isinf(v)) return "inf";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+  return buf;
+}
+
+std::string fmt_sci(double v) {
+  if (std::isnan(v)) return "nan";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2e", v);
+  return buf;
+}
+
+void keep_min(double& cur, int64_t& at, double v, int64_t point) {
+  if (std::isnan(v)) return;
+  if (std::isnan(cur) || v < cur) {
+    cur = v;
+    at = point;
+  }
+}
+
+std::string fmt_min_at(double v, int64_t at, int decimals, const char* var) {
+  return std::isnan(v) ? std::string("n/a") : fmt_fixed(v, decimals) + " (" + var + "=" + std::to_string(at) + ")";
+}
+
+std::string comment_lines(const std::string& text) {
+  std::string out;
+  std::istringstream ls(text);
+  for (std::string l; std::getline(ls, l);) out += "# " + l + "\n";
+  return out;
+}
+
 
 
 // ---- command-line parsing -------------------------------------------------------------------------
@@ -445,6 +480,176 @@ bool OptionReader::value_positive(double* v) {
     return false;
   }
   return true;
+}
+
+namespace {
+
+// The shared options without a value.
+bool read_shared_flag(const std::string& a, const SharedBenchOptions& o) {
+  if (a == "--help" || a == "-h") {
+    if (o.help) *o.help = true;
+  } else if (a == "--quick") {
+    *o.quick = true;
+  } else if (a == "--graph") {
+    *o.graph = true;
+  } else if (a == "--no-baseline") {
+    *o.baseline = false;
+  } else if (a == "--no-check") {
+    *o.check = false;
+  } else if (a == "--csv") {
+    *o.csv = true;
+  } else if (a == "--markdown") {
+    *o.markdown = true;
+  } else if (a == "--verbose" || a == "-v") {
+    *o.verbose = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The shared options with a value; a bad value leaves the error in r.error.
+bool read_shared_value(OptionReader& r, const std::string& a, const SharedBenchOptions& o) {
+  int64_t iv = 0;
+  if (a == "--max-rel-err") {
+    r.value_positive(o.max_rel_err);
+  } else if (a == "--target-ms") {
+    r.value_positive(o.target_ms);
+  } else if (a == "--output") {
+    r.value(o.output);
+  } else if (a == "--warmup") {
+    if (r.value_count(&iv, 0)) *o.warmup = int(iv);
+  } else if (a == "--reps") {
+    if (r.value_count(&iv, 1)) *o.reps = int(iv);
+  } else if (a == "--seed") {
+    if (r.value_count(&iv, 0)) *o.seed = uint64_t(iv);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_bench_options(const std::vector<std::string>& args, const SharedBenchOptions& shared,
+                         const OwnOptionFn& own, std::string* error) {
+  if (shared.help) *shared.help = false;
+  OptionReader r(args);
+  while (r.next()) {
+    const std::string a = r.name();
+    if (!read_shared_flag(a, shared) && !read_shared_value(r, a, shared) && !own(r, a)) {
+      r.error = "unknown argument '" + r.raw() + "'";
+    }
+  }
+  if (r.error.empty() && *shared.csv && *shared.markdown) r.error = "--csv and --markdown are exclusive";
+  if (r.error.empty()) return true;
+  if (error) *error = r.error;
+  return false;
+}
+
+// ---- what the GEMM and MoE benchmark drivers share --------------------------------------------
+Status time_adaptive(const CallFn& fn, cudaStream_t stream, const AdaptiveTiming& t, double* median_us) {
+  TimingOptions o;
+  o.warmup = std::max(1, t.warmup);
+  o.iterations = 3;
+  Timing est;
+  FP4KIT_RETURN_IF_ERROR(time_calls(fn, stream, o, &est));
+  o.warmup = 1;
+  if (t.reps > 0) {
+    o.iterations = t.reps;
+  } else {
+    const double want = est.median_us > 0 ? t.target_ms * 1000.0 / est.median_us : t.max_reps;
+    o.iterations = int(std::clamp<double>(want, std::max(1, t.min_reps), std::max(1, t.max_reps)));
+  }
+  Timing timed;
+  FP4KIT_RETURN_IF_ERROR(time_calls(fn, stream, o, &timed));
+  *median_us = timed.median_us;
+  return Status::ok();
+}
+
+Status BenchDriver::setup_device() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    return Status(StatusCode::kNoDevice, std::string("no CUDA device (") +
+                                             (e != cudaSuccess ? cudaGetErrorString(e) : "count 0") + ")");
+  }
+  int dev = 0;
+  BU_CUDA(cudaGetDevice(&dev), "cudaGetDevice");
+  cudaDeviceProp prop{};
+  BU_CUDA(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+  device_name_ = prop.name;
+  cc_major_ = prop.major;
+  cc_minor_ = prop.minor;
+  sm_count_ = prop.multiProcessorCount;
+  int l2 = 0;
+  BU_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), "cudaDeviceGetAttribute(L2)");
+  l2_bytes_ = l2;
+  BU_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  return Status::ok();
+}
+
+bool BenchDriver::start() {
+  const Status d = setup_device();
+  if (!d.is_ok()) {
+    std::fprintf(stderr, "%s: %s\n", program_, d.to_string().c_str());
+    return false;
+  }
+  if (cc_major_ != 9) {
+    progress("warning: %s is sm_%d%d; fp4kit's kernels target sm_90a (H100/H200)\n", device_name_.c_str(), cc_major_,
+             cc_minor_);
+  }
+  return true;
+}
+
+bool BenchDriver::measure_copy_bandwidth() {
+  const Status c = copy_bandwidth(size_t(1) << 30, 20, stream_, &copy_bw_);
+  if (!c.is_ok()) std::fprintf(stderr, "%s: copy bandwidth: %s\n", program_, c.to_string().c_str());
+  return c.is_ok();
+}
+
+int BenchDriver::finish() {
+  if (sticky_error_) {
+    progress("!!! a CUDA error left the context unusable; the report below is partial\n");
+    ++failures_;
+  }
+  print_report();
+  if (stream_) cudaStreamDestroy(stream_);
+  return failures_ > 0 ? 1 : 0;
+}
+
+void BenchDriver::progress(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  std::fflush(stderr);
+}
+
+std::string BenchDriver::device_head() const {
+  return strprintf("device %s sms=%d l2=%lldMB cc=%d.%d\n", device_name_.c_str(), sm_count_,
+                   (long long)(l2_bytes_ >> 20), cc_major_, cc_minor_) +
+         strprintf("copy_bw_TBps(read+write) %.3f\n", copy_bw_ / 1e12);
+}
+
+std::string BenchDriver::result_line() const {
+  if (failures_ > 0) {
+    return strprintf("RESULT: FAIL (%d failure(s); see '!!!' lines on stderr and ERROR/FAIL rows)\n", failures_);
+  }
+  return "RESULT: PASS\n";
+}
+
+void BenchDriver::emit_report(const ReportText& r, bool csv, bool markdown, const std::string& output) const {
+  const std::string as_csv = comment_lines(r.head) + r.csv + comment_lines(r.summary);
+  const std::string as_md = "```\n" + r.head + "```\n\n" + r.markdown + "\n```\n" + r.summary + "```\n";
+  if (csv) std::printf("%s", as_csv.c_str());
+  else if (markdown) std::printf("%s", as_md.c_str());
+  else std::printf("%s\n%s\n%s", r.head.c_str(), r.text.c_str(), r.summary.c_str());
+  std::fflush(stdout);
+  if (output.empty()) return;
+  std::ofstream f(output);
+  f << (output.ends_with(".csv") ? as_csv : as_md);
+  if (!f) std::fprintf(stderr, "%s: could not write %s\n", program_, output.c_str());
 }
 
 }  // namespace fp4kit::bench

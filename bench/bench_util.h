@@ -9,6 +9,7 @@
 //   fill_random()         deterministic random BF16/FP16/FP32 on the device (no zeros)
 //   Table                 rows of cells -> aligned text, CSV, markdown; files
 //   geomean(), median()
+//   BenchDriver           what the GEMM and MoE drivers share: device, stream, start, end, report
 #pragma once
 
 #include <cstddef>
@@ -120,6 +121,17 @@ class Table {
 // printf-style formatting into a std::string.
 std::string strprintf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
+// Report cells of the GEMM and MoE benchmarks: "-" for NaN, "inf", else `decimals` fixed digits.
+std::string fmt_fixed(double v, int decimals);
+// Their rel_err cells: "nan" or %.2e.
+std::string fmt_sci(double v);
+// Summary minima of the GEMM and MoE reports: keeps in (cur, at) the smallest non-NaN v and its point.
+void keep_min(double& cur, int64_t& at, double v, int64_t point);
+// A summary minimum as "n/a" or "<v> (<var>=<at>)", e.g. "0.91 (M=16)".
+std::string fmt_min_at(double v, int64_t at, int decimals, const char* var);
+// Every line of `text` prefixed "# " (the CSV reports' header and summary).
+std::string comment_lines(const std::string& text);
+
 // ---- command-line parsing shared by the benchmarks' option parsers -----------------------------
 // A count: decimal digits with an optional k/K suffix (x1024), at most 12 digits.
 bool parse_count(const std::string& s, int64_t* out);
@@ -147,6 +159,119 @@ class OptionReader {
   size_t i_ = 0;
   bool started_ = false, has_inline_ = false;
   std::string name_, inline_value_;
+};
+
+// Where a GEMM / MoE parser keeps the options that both benchmarks have, with the same meaning.
+struct SharedBenchOptions {
+  bool* help;           // --help, -h (may be null)
+  bool* quick;          // --quick
+  bool* graph;          // --graph
+  bool* baseline;       // --no-baseline
+  bool* check;          // --no-check
+  double* max_rel_err;  // --max-rel-err X
+  bool* csv;            // --csv
+  bool* markdown;       // --markdown (not with --csv)
+  std::string* output;  // --output FILE
+  int* warmup;          // --warmup N
+  int* reps;            // --reps N (>= 1)
+  double* target_ms;    // --target-ms X
+  uint64_t* seed;       // --seed N
+  bool* verbose;        // --verbose, -v
+};
+
+// The shared options of GemmBenchOptions or MoeBenchOptions (they use the same member names).
+template <class Options>
+SharedBenchOptions shared_bench_options(Options& o, bool* help) {
+  return {.help = help, .quick = &o.quick, .graph = &o.graph, .baseline = &o.baseline, .check = &o.check,
+          .max_rel_err = &o.max_rel_err, .csv = &o.csv, .markdown = &o.markdown, .output = &o.output,
+          .warmup = &o.warmup, .reps = &o.reps, .target_ms = &o.target_ms, .seed = &o.seed, .verbose = &o.verbose};
+}
+
+// --mode w4a16|w4a4|both, which both benchmarks have with their own enum (GemmBenchMode, MoeBenchMode).
+template <class Mode>
+void read_mode_value(OptionReader& r, Mode* mode) {
+  std::string s;
+  if (!r.value(&s)) return;
+  if (s == "w4a16") *mode = Mode::kW4A16;
+  else if (s == "w4a4") *mode = Mode::kW4A4;
+  else if (s == "both") *mode = Mode::kBoth;
+  else r.error = "--mode: '" + s + "' (w4a16, w4a4 or both)";
+}
+
+// A benchmark's own options: reads the option `name` that `r` is at; false: not one of them.
+using OwnOptionFn = std::function<bool(OptionReader& r, const std::string& name)>;
+
+// The GEMM and MoE parsers' loop: the shared options, then `own`, else "unknown argument"; then --csv with
+// --markdown is an error. false: the first error is in *error (may be null).
+bool parse_bench_options(const std::vector<std::string>& args, const SharedBenchOptions& shared,
+                         const OwnOptionFn& own, std::string* error);
+
+// parse_gemm_bench_args / parse_moe_bench_args: the shared options and `own`; *options is set only on success.
+template <class Options>
+bool parse_bench_args(const std::vector<std::string>& args, Options* options, std::string* error, bool* help,
+                      bool (*own)(Options& o, OptionReader& r, const std::string& name)) {
+  Options o;
+  auto read_own = [&](OptionReader& r, const std::string& name) { return own(o, r, name); };
+  if (!parse_bench_options(args, shared_bench_options(o, help), read_own, error)) return false;
+  *options = o;
+  return true;
+}
+
+// ---- what the GEMM and MoE benchmark drivers share --------------------------------------------
+// Their eager timing options (--warmup, --reps, --target-ms and the adaptive bounds).
+struct AdaptiveTiming {
+  int warmup = 0;
+  int reps = 0;  // > 0: that many timed calls; 0: adaptive
+  double target_ms = 0;
+  int min_reps = 0, max_reps = 0;
+};
+
+// Eager timing with an adaptive number of calls: a short first pass (3 calls after the warm-up)
+// estimates the time per call, then target_ms worth of calls (min_reps..max_reps) are timed.
+Status time_adaptive(const CallFn& fn, cudaStream_t stream, const AdaptiveTiming& t, double* median_us);
+
+// A GEMM / MoE report: `head` and `summary` lines around the table(s), which come in each format.
+struct ReportText {
+  std::string head, summary;
+  std::string text, csv, markdown;  // the table(s): aligned text, CSV, markdown
+};
+
+// The base of the GEMM and MoE drivers: the device and its stream, the failure count, progress lines,
+// and the start, end and report output of their run(). `program` ("fp4kit bench gemm") prefixes errors.
+class BenchDriver {
+ protected:
+  BenchDriver(const char* program, const AdaptiveTiming& timing) : program_(program), timing_(timing) {}
+  virtual ~BenchDriver() = default;
+
+  // run()'s start: the device (or "<program>: <error>" on stderr) and a warning off sm_90. false: exit code 2.
+  bool start();
+  // copy_bw_ from 20 copies of 1 GiB; false after "<program>: copy bandwidth: <error>" (exit code 2).
+  bool measure_copy_bandwidth();
+  // run()'s end: a note after a sticky CUDA error, print_report(), the stream destroyed; the exit code.
+  int finish();
+  virtual void print_report() = 0;
+  // A line of progress on stderr (flushed).
+  void progress(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+  Status time_eager(const CallFn& fn, double* median_us) { return time_adaptive(fn, stream_, timing_, median_us); }
+  // The report's first lines: device, SMs, L2, compute capability; copy bandwidth.
+  std::string device_head() const;
+  // The report's last line: "RESULT: PASS" or "RESULT: FAIL (<n> failure(s); ...)".
+  std::string result_line() const;
+  // The report on stdout as CSV, markdown or text; with `output`, also to that file (CSV if *.csv, else markdown).
+  void emit_report(const ReportText& r, bool csv, bool markdown, const std::string& output) const;
+
+  const char* program_;
+  cudaStream_t stream_ = nullptr;
+  std::string device_name_;
+  int cc_major_ = 0, cc_minor_ = 0, sm_count_ = 0;
+  int64_t l2_bytes_ = 0;
+  double copy_bw_ = 0;  // bytes/s, read + write
+  int failures_ = 0;
+  bool sticky_error_ = false;
+
+ private:
+  Status setup_device();
+  AdaptiveTiming timing_;
 };
 
 }  // namespace fp4kit::bench
