@@ -29,11 +29,11 @@
 namespace fp4kit::quant {
 
 inline constexpr int kVecThreads = 256;
-// Two CTAs per SM (<= 128 registers per thread). Measured on the H100 with the other settings equal
-// (docs/PERF.md, session 4; graph timing, M*K >= 2^24): 1 CTA (the 162 registers the exact path
-// takes unbounded) 79 % of copy bandwidth, 2 CTAs 89 %, 3 CTAs (80 registers) 85.5 %, 4 CTAs (64
-// registers, spills) 79 %. More resident warps do not buy more bytes in flight past two CTAs: each
-// thread already keeps two pairs (128 bytes) of loads outstanding.
+// Two CTAs per SM (<= 128 registers per thread). Measured on the H100 (docs/PERF.md, session 4;
+// graph timing, M*K >= 2^24, geomean of copy bandwidth): with evict-first loads 1 CTA (the 162
+// registers the exact path takes unbounded) 79 %, 3 CTAs (80 registers) 83 %, 4 CTAs (64, spills)
+// 79 %; with __ldg loads 3 CTAs 85.5 %, 2 CTAs 89 %. Past two CTAs more resident warps buy no more
+// bytes in flight (each thread keeps two pairs, 128 bytes, of loads outstanding) but cost registers.
 inline constexpr int kVecMinBlocksPerSm = 2;
 
 struct VecKernelParams {
