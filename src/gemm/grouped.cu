@@ -90,18 +90,15 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p) {
   if (mean_rows <= 16 && max_rows <= 64) {
     // The token tile follows the typical group, not the largest: a group with more rows than the
     // tile is covered by more token tiles (gridDim.y), whose warps skip the smaller groups.
-    // Decomposition, from an A/B run of all four on H100 (docs/PERF.md, session 2; MoE graph replay,
-    // T = 1, 4, 16): small experts (Qwen3.6: 1024x2048, 2048x512) are fastest with data-parallel
-    // row blocks (T=1: 23 us vs 43 us stream-K), large experts (DeepSeek-V3, Mixtral: >= 15M
-    // weights each) with stream-K over warps once more than a few experts are active (DeepSeek
-    // T=16: 1142 us vs 1195 us), and data-parallel again when there are at most 8 rows in all
-    // (Mixtral T=1: 103 us vs 111 us).
+    // Decomposition, from A/B runs on H100 (MoE graph replay): small experts (Qwen3.6: 1024x2048,
+    // 2048x512) are fastest with data-parallel row blocks (session 2, T=1: 23 us vs 43 us
+    // stream-K). Large experts (DeepSeek-V3, fi-32, Mixtral: >= 15M weights each) took stream-K
+    // over warps in session 2; since the grouped dp kernel runs 3 CTAs/SM (session 4) the 32-row dp
+    // blocks win there too, at T = 2..16 up to 22 % (fi-32 T=4 315 -> 245 us, DeepSeek-V3 T=16
+    // 1159 -> 1089, Mixtral T=8 330 -> 299; docs/PERF.md).
     const bool big = p.n * p.k >= (int64_t(8) << 20);
     const bool few = p.max_rows <= 8;
-    if (mean_rows <= 8) {
-      if (big && !few) return 1;                    // stream-K, 32-row units
-      return !big && few ? 8 : 9;                    // dp, 16- or 32-row blocks
-    }
+    if (mean_rows <= 8) return !big && few ? 8 : 9;  // dp, 16- or 32-row blocks
     return big && !few ? 2 : 10;
   }
   // The wgmma kernels keep per-group tile counts in shared memory (sm90::kWgMaxGroups = 1024).
