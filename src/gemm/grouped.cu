@@ -99,7 +99,11 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p) {
     const bool big = p.n * p.k >= (int64_t(8) << 20);
     const bool few = p.max_rows <= 8;
     if (mean_rows <= 8) return !big && few ? 8 : 9;  // dp, 16- or 32-row blocks
-    return big && !few ? 2 : 10;
+    // 9..16 rows (few large experts: Mixtral, fi-32 at T = 48 / 64; session 4): dp with 16-token
+    // tiles at 12 rows per expert (Mixtral 546 -> 488 us, fi-32 997 -> 508 against stream-K id 2),
+    // the wgmma 128x64 tile at 16 (Mixtral 1076 -> 539, fi-32 1093 -> 566); stream-K was slowest.
+    if (mean_rows <= 12 || p.groups > 1024) return 10;
+    return 4;
   }
   // The wgmma kernels keep per-group tile counts in shared memory (sm90::kWgMaxGroups = 1024).
   if (p.groups > 1024) return max_rows <= 8 ? 1 : max_rows <= 16 ? 2 : 3;
