@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/gpu_timing.h"
+
 namespace fp4kit::bench {
 
 #define BU_CUDA(expr, what) FP4KIT_RETURN_IF_ERROR(cuda_result(int(expr), (what)))
@@ -56,29 +58,6 @@ Status cuda_result(int cuda_error, const char* what) {
 // ---- timing -------------------------------------------------------------------------------------
 namespace {
 
-__global__ void delay_kernel(unsigned long long ns) {
-  unsigned long long start;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  for (;;) {
-    unsigned long long now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (now - start >= ns) break;
-    __nanosleep(1000);
-  }
-}
-
-struct Events {
-  std::vector<cudaEvent_t> ev;
-  ~Events() {
-    for (cudaEvent_t e : ev) cudaEventDestroy(e);
-  }
-  Status create(size_t n) {
-    ev.resize(n, nullptr);
-    for (auto& e : ev) BU_CUDA(cudaEventCreate(&e), "cudaEventCreate");
-    return Status::ok();
-  }
-};
-
 Timing summarize(std::vector<double> us, bool graph) {
   Timing t;
   t.samples = int(us.size());
@@ -119,20 +98,20 @@ Status time_calls(const CallFn& fn, cudaStream_t stream, const TimingOptions& op
     BU_CUDA(ei, "cudaGraphInstantiate");
     std::vector<double> us;
     const Status rs = [&]() -> Status {
-      Events e;
-      FP4KIT_RETURN_IF_ERROR(e.create(size_t(iters) + 1));
+      detail::CudaEvents e;
+      BU_CUDA(e.create(size_t(iters) + 1), "cudaEventCreate");
       BU_CUDA(cudaGraphLaunch(exec, stream), "cudaGraphLaunch (warm-up)");
       // Delay so that all replays are queued before the first one runs.
-      delay_kernel<<<1, 1, 0, stream>>>(200000ull);
+      detail::launch_delay(200000ull, stream);
       for (int i = 0; i < iters; ++i) {
-        BU_CUDA(cudaEventRecord(e.ev[i], stream), "cudaEventRecord");
+        BU_CUDA(cudaEventRecord(e[i], stream), "cudaEventRecord");
         BU_CUDA(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
       }
-      BU_CUDA(cudaEventRecord(e.ev[iters], stream), "cudaEventRecord");
+      BU_CUDA(cudaEventRecord(e[iters], stream), "cudaEventRecord");
       BU_CUDA(cudaStreamSynchronize(stream), "graph replays");
       for (int i = 0; i < iters; ++i) {
         float ms = 0;
-        BU_CUDA(cudaEventElapsedTime(&ms, e.ev[i], e.ev[i + 1]), "cudaEventElapsedTime");
+        BU_CUDA(cudaEventElapsedTime(&ms, e[i], e[i + 1]), "cudaEventElapsedTime");
         us.push_back(1000.0 * ms / batch);
       }
       return Status::ok();
@@ -146,20 +125,20 @@ Status time_calls(const CallFn& fn, cudaStream_t stream, const TimingOptions& op
   // Eager: hold the GPU with a delay long enough for the host to queue every call (host enqueue
   // cost is a few microseconds per call; 25 us per call of delay covers it), so the timed calls run
   // back to back.
-  Events e;
-  FP4KIT_RETURN_IF_ERROR(e.create(size_t(iters) + 1));
-  delay_kernel<<<1, 1, 0, stream>>>((unsigned long long)iters * 25000ull + 50000ull);
+  detail::CudaEvents e;
+  BU_CUDA(e.create(size_t(iters) + 1), "cudaEventCreate");
+  detail::launch_delay((unsigned long long)iters * 25000ull + 50000ull, stream);
   BU_CUDA(cudaGetLastError(), "delay kernel");
   for (int i = 0; i < iters; ++i) {
-    BU_CUDA(cudaEventRecord(e.ev[i], stream), "cudaEventRecord");
+    BU_CUDA(cudaEventRecord(e[i], stream), "cudaEventRecord");
     FP4KIT_RETURN_IF_ERROR(fn(call++));
   }
-  BU_CUDA(cudaEventRecord(e.ev[iters], stream), "cudaEventRecord");
+  BU_CUDA(cudaEventRecord(e[iters], stream), "cudaEventRecord");
   BU_CUDA(cudaStreamSynchronize(stream), "timed calls");
   std::vector<double> us;
   for (int i = 0; i < iters; ++i) {
     float ms = 0;
-    BU_CUDA(cudaEventElapsedTime(&ms, e.ev[i], e.ev[i + 1]), "cudaEventElapsedTime");
+    BU_CUDA(cudaEventElapsedTime(&ms, e[i], e[i + 1]), "cudaEventElapsedTime");
     us.push_back(1000.0 * ms);
   }
   *out = summarize(std::move(us), false);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "common/gpu_timing.h"
 #include "fp4kit/gemm.h"
 #include "gemm/prepacked_layout.h"
 
@@ -47,30 +48,6 @@ __global__ void fill_half_kernel(T* p, int64_t n, uint64_t seed) {
       p[i] = __float2half(2.0f * u - 1.0f);
   }
 }
-
-__global__ void delay_kernel(unsigned long long ns) {
-  unsigned long long start;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  for (;;) {
-    unsigned long long now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (now - start >= ns) break;
-    __nanosleep(1000);
-  }
-}
-
-struct Events {
-  std::vector<cudaEvent_t> ev;
-  ~Events() {
-    for (cudaEvent_t e : ev)
-      if (e) cudaEventDestroy(e);
-  }
-  Status create(size_t n) {
-    ev.assign(n, nullptr);
-    for (auto& e : ev) TUNE_CUDA(cudaEventCreate(&e), "cudaEventCreate");
-    return Status::ok();
-  }
-};
 
 }  // namespace
 
@@ -122,14 +99,14 @@ Status time_calls(const CallFn& call, int sets, const ProfileOptions& opt, cudaS
   for (int i = 0; i < std::max(1, opt.warmup); ++i) FP4KIT_RETURN_IF_ERROR(one());
   TUNE_CUDA(cudaStreamSynchronize(stream), "warm-up");
   if (prune_us > 0) {
-    Events e;
-    FP4KIT_RETURN_IF_ERROR(e.create(2));
-    TUNE_CUDA(cudaEventRecord(e.ev[0], stream), "cudaEventRecord");
+    detail::CudaEvents e;
+    TUNE_CUDA(e.create(2), "cudaEventCreate");
+    TUNE_CUDA(cudaEventRecord(e[0], stream), "cudaEventRecord");
     FP4KIT_RETURN_IF_ERROR(one());
-    TUNE_CUDA(cudaEventRecord(e.ev[1], stream), "cudaEventRecord");
-    TUNE_CUDA(cudaEventSynchronize(e.ev[1]), "pruning call");
+    TUNE_CUDA(cudaEventRecord(e[1], stream), "cudaEventRecord");
+    TUNE_CUDA(cudaEventSynchronize(e[1]), "pruning call");
     float ms = 0;
-    TUNE_CUDA(cudaEventElapsedTime(&ms, e.ev[0], e.ev[1]), "cudaEventElapsedTime");
+    TUNE_CUDA(cudaEventElapsedTime(&ms, e[0], e[1]), "cudaEventElapsedTime");
     if (1000.0 * ms > prune_us)
       return Status(StatusCode::kNotSupported, "pruned: one call took " + std::to_string(int64_t(1000.0 * ms)) +
                                                    " us, more than " + std::to_string(int64_t(prune_us)) + " us");
@@ -157,20 +134,20 @@ Status time_calls(const CallFn& call, int sets, const ProfileOptions& opt, cudaS
   const int reps = std::max(1, opt.repeats);
   std::vector<double> per_call;
   const Status rs = [&]() -> Status {
-    Events e;
-    FP4KIT_RETURN_IF_ERROR(e.create(size_t(reps) + 1));
+    detail::CudaEvents e;
+    TUNE_CUDA(e.create(size_t(reps) + 1), "cudaEventCreate");
     TUNE_CUDA(cudaGraphLaunch(exec, stream), "cudaGraphLaunch (warm-up)");
-    delay_kernel<<<1, 1, 0, stream>>>(200000ull);  // queue every replay before the first runs
+    detail::launch_delay(200000ull, stream);  // queue every replay before the first runs
     TUNE_CUDA(cudaGetLastError(), "delay kernel");
     for (int i = 0; i < reps; ++i) {
-      TUNE_CUDA(cudaEventRecord(e.ev[size_t(i)], stream), "cudaEventRecord");
+      TUNE_CUDA(cudaEventRecord(e[size_t(i)], stream), "cudaEventRecord");
       TUNE_CUDA(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
     }
-    TUNE_CUDA(cudaEventRecord(e.ev[size_t(reps)], stream), "cudaEventRecord");
+    TUNE_CUDA(cudaEventRecord(e[size_t(reps)], stream), "cudaEventRecord");
     TUNE_CUDA(cudaStreamSynchronize(stream), "graph replays");
     for (int i = 0; i < reps; ++i) {
       float ms = 0;
-      TUNE_CUDA(cudaEventElapsedTime(&ms, e.ev[size_t(i)], e.ev[size_t(i) + 1]), "cudaEventElapsedTime");
+      TUNE_CUDA(cudaEventElapsedTime(&ms, e[size_t(i)], e[size_t(i) + 1]), "cudaEventElapsedTime");
       per_call.push_back(1000.0 * ms / batch);
     }
     return Status::ok();
