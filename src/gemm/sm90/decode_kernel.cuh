@@ -243,6 +243,97 @@ __device__ __forceinline__ void compute_group(const ChunkRegs<NT, R, U>& regs, f
   }
 }
 
+// Unchecked streaming of one warp's chunks of one row block: a cursor per row tile (codes, scales)
+// and per token tile (activations), advanced by U chunks per group. Used for the full groups of a
+// range, whose chunks lie entirely inside K; the remainder goes through load_group's checked path.
+// Its point is the instruction count: a group of unchecked loads is one immediate-offset load per
+// fragment plus one pointer increment per cursor (the checked path recomputes 64-bit addresses and
+// predicates per load, ~40 % of the loop's instructions).
+template <typename T, int NT, int R, int U>
+struct RowBlockStream {
+  const uint4* codes[R];
+  const uint2* scales[R];
+  const unsigned int* act[NT];
+
+  __device__ __forceinline__ void bind_weights(const DecodeGemmArgs& args, const uint4* b_codes, const uint2* b_scales,
+                                               int64_t rb, int64_t j, int lane) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t chunk = (rb * R + r) * args.k_chunks + j;
+      codes[r] = b_codes + chunk * 32 + lane;
+      scales[r] = b_scales + chunk * 8 + (lane >> 2);
+    }
+  }
+  // Token rows past m read row m - 1 instead (tok0 < m always holds here): column n of an MMA result
+  // depends only on column n of B, and those columns are never stored.
+  __device__ __forceinline__ void bind_activations(const DecodeGemmArgs& args, const DecodeView& v, int64_t j,
+                                                   int tok0, int lane) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int tok = min(tok0 + nt * 8 + (lane >> 2), v.m - 1);
+      const T* row = static_cast<const T*>(v.a) + int64_t(tok) * args.lda + j * 64 + 2 * (lane & 3);
+      act[nt] = reinterpret_cast<const unsigned int*>(row);
+    }
+  }
+  __device__ __forceinline__ void load_weights(ChunkRegs<NT, R, U>& regs) const {
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        regs.codes[u][r] = load_stream_u4(codes[r] + u * 32);
+        regs.scales[u][r] = load_stream_u2(scales[r] + u * 8);
+      }
+  }
+  __device__ __forceinline__ void load_activations(ChunkRegs<NT, R, U>& regs) const {
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          regs.act[u][nt][s][0] = __ldg(act[nt] + u * 32 + s * 8);
+          regs.act[u][nt][s][1] = __ldg(act[nt] + u * 32 + s * 8 + 4);
+        }
+  }
+  __device__ __forceinline__ void advance() {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      codes[r] += U * 32;
+      scales[r] += U * 8;
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) act[nt] += U * 32;
+  }
+};
+
+// Chunks [0, full_chunks(k)) lie entirely inside K.
+__device__ __forceinline__ int64_t full_chunks(const DecodeGemmArgs& args) { return args.k / 64; }
+
+// Accumulates chunks [j, j_end) of row block rb: unchecked full groups, then the checked remainder.
+template <typename T, int NT, int R, int U>
+__device__ __forceinline__ void stream_row_block(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
+                                                 int64_t j, int64_t j_end, int tok0, int lane,
+                                                 float (&acc)[R][NT][4]) {
+  const int64_t j_full = min(j_end, full_chunks(args));
+  if (j + U <= j_full) {
+    RowBlockStream<T, NT, R, U> st;
+    st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
+    st.bind_activations(args, v, j, tok0, lane);
+    for (; j + U <= j_full; j += U) {
+      ChunkRegs<NT, R, U> regs;
+      st.load_weights(regs);
+      st.load_activations(regs);
+      st.advance();
+      compute_group<T, NT, R, U>(regs, acc);
+    }
+  }
+  for (; j < j_end; j += U) {
+    ChunkRegs<NT, R, U> regs;
+    load_group<T, NT, R, U>(args, v, regs, rb, j, j_end, tok0, lane);
+    compute_group<T, NT, R, U>(regs, acc);
+  }
+}
+
 // Writes D for row block rb from the accumulator fragments (already summed).
 template <typename OutT, int NT, int R>
 __device__ __forceinline__ void store_block(const DecodeGemmArgs& args, const DecodeView& v, const float (&acc)[R][NT][4],
@@ -315,11 +406,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
     float acc[R][NT][4];
     zero_acc(acc);
 
-    for (int64_t j = pos - block_first; j < j_end; j += U) {
-      ChunkRegs<NT, R, U> regs;
-      load_group<T, NT, R, U>(args, view, regs, rb, j, j_end, tok0, lane);
-      compute_group<T, NT, R, U>(regs, acc);
-    }
+    stream_row_block<T, NT, R, U>(args, view, rb, pos - block_first, j_end, tok0, lane, acc);
 
     const bool whole = pos == block_first && seg_end == block_first + args.k_chunks;
     if (whole) {
@@ -406,24 +493,25 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, decode_min_ctas_per_sm<NT, 
     // launch as our CTAs retire, and request the first group of weights (not written by the
     // previous kernel: API contract) before waiting for it; activations, alpha and D after.
     grid_launch_dependents();
+    int64_t j = j_begin;
+    const bool early = j + U <= min(j_end, full_chunks(args));
+    RowBlockStream<T, NT, R, U> st;
     ChunkRegs<NT, R, U> regs;
-    if (j_begin < j_end) load_weights<NT, R, U>(args, args.b_codes, args.b_scales, regs, rb, j_begin, j_end, lane);
+    if (early) {
+      st.bind_weights(args, args.b_codes, args.b_scales, rb, j, lane);
+      st.load_weights(regs);
+    }
     grid_dependency_wait();
     view = dense_view(args);
-    if (j_begin < j_end) {
-      load_activations<T, NT, R, U>(args, view, regs, j_begin, j_end, tok0, lane);
+    if (early) {
+      st.bind_activations(args, view, j, tok0, lane);
+      st.load_activations(regs);
       compute_group<T, NT, R, U>(regs, acc);
+      j += U;
     }
-    for (int64_t j = j_begin + U; j < j_end; j += U) {
-      load_group<T, NT, R, U>(args, view, regs, rb, j, j_end, tok0, lane);
-      compute_group<T, NT, R, U>(regs, acc);
-    }
+    stream_row_block<T, NT, R, U>(args, view, rb, j, j_end, tok0, lane, acc);
   } else {
-    for (int64_t j = j_begin; j < j_end; j += U) {
-      ChunkRegs<NT, R, U> regs;
-      load_group<T, NT, R, U>(args, view, regs, rb, j, j_end, tok0, lane);
-      compute_group<T, NT, R, U>(regs, acc);
-    }
+    stream_row_block<T, NT, R, U>(args, view, rb, j_begin, j_end, tok0, lane, acc);
   }
   if (kw > 1) {
     if (kidx > 0) {
