@@ -6,8 +6,8 @@
 // a chunk with one coalesced 128-bit load per lane:
 //
 //   lane = 4*g + c  holds rows g and g+8, and for step s the k offsets 16s + {2c, 2c+1, 2c+8, 2c+9}.
-//   word s (32 bits) = 8 nibbles: fragment a0..a7 at nibble positions 3,7,2,6,1,5,0,4, so that
-//   pair p = (a_{2p}, a_{2p+1}) sits at bits [15:12] and [31:28] after a left shift by 4p.
+//   word s (32 bits) = the 4 bits of each fragment element a0..a7, placed (fragment_bits.h) so that
+//   each pair p = (a_{2p}, a_{2p+1}) decodes to an MMA operand register in 1 to 3 instructions.
 //
 // Scales: 64 bytes per chunk, [g][h][s] (h = 0: row g, h = 1: row g+8). Lane (g, c) reads the 8
 // bytes at g*8 (the four lanes of a quad read the same bytes). A scale byte is re-encoded:
@@ -27,6 +27,7 @@
 #include "format/float16.h"
 #include "format/host_device.h"
 #include "format/scale_layout.h"
+#include "gemm/fragment_bits.h"
 
 namespace fp4kit::gemm_impl {
 
@@ -52,11 +53,6 @@ FP4KIT_HD PrepackedShape prepacked_shape(int64_t n, int64_t k) {
   return s;
 }
 
-// Nibble position (0..7) inside word s of fragment element a_i (i = 0..7).
-FP4KIT_HD int fragment_nibble(int i) {
-  // a0->3, a1->7, a2->2, a3->6, a4->1, a5->5, a6->0, a7->4
-  return (i & 1) ? 7 - (i >> 1) : 3 - (i >> 1);
-}
 
 // Row (0..15 within the chunk) and k offset (0..63 within the chunk) of fragment element a_i of
 // word s held by lane (g, c).
@@ -113,7 +109,7 @@ FP4KIT_HD bool prepack_lane(const uint8_t* codes, const uint8_t* scales, int sca
         const int h = r >= 8;
         nib = (nib ^ flip[h][s]) & keep[h][s];
       }
-      w |= nib << (4 * fragment_nibble(i));
+      w |= place_code(nib, i);
     }
     out_words[s] = w;
   }

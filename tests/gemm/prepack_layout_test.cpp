@@ -16,14 +16,22 @@ using namespace fp4kit::gemm_impl;
 
 namespace {
 
-// The bit formulas of src/gemm/sm90/fragment_decode.cuh, restated on the host.
+// The kernels' pair decodes (gemm/fragment_bits.h, host-device) for a runtime pair index.
 uint32_t bf16_pair(uint32_t w, int p) {
-  const uint32_t v = w << (4 * p);
-  return (v & 0x80008000u) | ((v >> 6) & 0x01C001C0u);
+  switch (p) {
+    case 0: return bf16_pair_bits<0>(w);
+    case 1: return bf16_pair_bits<1>(w);
+    case 2: return bf16_pair_bits<2>(w);
+    default: return bf16_pair_bits<3>(w);
+  }
 }
 uint32_t fp16_pair(uint32_t w, int p) {
-  const uint32_t v = w << (4 * p);
-  return (v & 0x80008000u) | ((v >> 3) & 0x0E000E00u);
+  switch (p) {
+    case 0: return fp16_pair_bits<0>(w);
+    case 1: return fp16_pair_bits<1>(w);
+    case 2: return fp16_pair_bits<2>(w);
+    default: return fp16_pair_bits<3>(w);
+  }
 }
 uint16_t bf16_scale(uint8_t b) { return uint16_t(b * 16u + 0x7000u); }
 uint16_t fp16_scale(uint8_t b) { return uint16_t(uint32_t(b) << 7); }
@@ -52,7 +60,7 @@ TEST(PrepackedLayout, DecodeArithmeticIsExact) {
       if (sfb & 0x80) code ^= 8u;
       if ((sfb & 0x7f) == 0) code = 0;
       const double want = double(format::e2m1_to_float(nib)) * double(sf) / 128.0;
-      const uint32_t w = code << 12;  // pair 0, low half
+      const uint32_t w = place_code(code, 0);  // pair 0, low half
       const double wb = format::bf16_to_float(uint16_t(bf16_pair(w, 0)));
       const double sb = format::bf16_to_float(bf16_scale(enc));
       ASSERT_EQ(wb * sb, want) << "bf16 nib " << nib << " sf " << sfb;
@@ -65,17 +73,46 @@ TEST(PrepackedLayout, DecodeArithmeticIsExact) {
   }
 }
 
-TEST(PrepackedLayout, PairPositions) {
-  // Pair p: low element at nibble 3-p, high element at nibble 7-p (fragment_nibble).
+// place_code puts each element's four bits on distinct positions (the eight elements fill the word)
+// and extract_code inverts it.
+TEST(PrepackedLayout, CodePlacementIsABijection) {
+  uint32_t all = 0;
   for (int i = 0; i < 8; ++i) {
-    const int p = i >> 1;
-    const int want = (i & 1) ? 7 - p : 3 - p;
-    EXPECT_EQ(fragment_nibble(i), want);
-    const uint32_t w = 0x7u << (4 * fragment_nibble(i));  // code 7 = 6.0 at a_i
-    const uint32_t pair = bf16_pair(w, p);
-    const uint16_t half = (i & 1) ? uint16_t(pair >> 16) : uint16_t(pair & 0xffff);
-    EXPECT_EQ(format::bf16_to_float(half), 6.0f * std::ldexp(1.0f, -126)) << i;
+    const uint32_t bits = place_code(15u, i);
+    EXPECT_EQ(__builtin_popcount(bits), 4) << i;
+    EXPECT_EQ(all & bits, 0u) << i;
+    all |= bits;
+    for (uint32_t nib = 0; nib < 16; ++nib) EXPECT_EQ(extract_code(place_code(nib, i), i), nib) << i;
   }
+  EXPECT_EQ(all, 0xffffffffu);
+}
+
+// Every pair decode, for every combination of its two codes and with the other six elements set to
+// random codes: the low half is a_{2p}'s code as e2m1 * 2^-126 (BF16) / 2^-14 (FP16), the high half
+// a_{2p+1}'s.
+TEST(PrepackedLayout, PairDecodesAreExactForEveryCode) {
+  std::mt19937 rng(3);
+  for (int p = 0; p < 4; ++p)
+    for (uint32_t lo = 0; lo < 16; ++lo)
+      for (uint32_t hi = 0; hi < 16; ++hi)
+        for (int trial = 0; trial < 8; ++trial) {
+          uint32_t w = place_code(lo, 2 * p) | place_code(hi, 2 * p + 1);
+          for (int i = 0; i < 8; ++i)
+            if (i / 2 != p) w |= place_code(trial == 0 ? 0u : rng() & 15u, i);
+          const uint32_t b = bf16_pair(w, p), h = fp16_pair(w, p);
+          const uint32_t code[2] = {lo, hi};
+          for (int half = 0; half < 2; ++half) {
+            const double want = format::e2m1_to_float(uint8_t(code[half]));
+            const uint16_t bb = uint16_t(b >> (16 * half)), hh = uint16_t(h >> (16 * half));
+            ASSERT_EQ(double(format::bf16_to_float(bb)), want * std::ldexp(1.0, -126)) << p << " " << lo << " " << hi;
+            ASSERT_EQ(double(format::fp16_to_float(hh)), want * std::ldexp(1.0, -14)) << p << " " << lo << " " << hi;
+            // -0 stays a sign bit only (no stray exponent or mantissa bits)
+            if (code[half] == 8) {
+              ASSERT_EQ(bb, 0x8000u);
+              ASSERT_EQ(hh, 0x8000u);
+            }
+          }
+        }
 }
 
 // Prepack on the host, then read it back the way the kernels do (fragment by fragment) and compare
@@ -123,7 +160,7 @@ TEST(PrepackedLayout, FragmentsReproduceTheWeights) {
               for (int i = 0; i < 8; ++i) {
                 const int64_t row = 16 * t + fragment_row(lane, i);
                 const int64_t kk = 64 * j + fragment_k(lane, s, i);
-                const uint32_t nib = (w >> (4 * fragment_nibble(i))) & 15u;
+                const uint32_t nib = extract_code(w, i);
                 const int h = (i >> 1) & 1;
                 const uint8_t sb = packed[shape.code_bytes() + chunk * 64 + (lane >> 2) * 8 + h * 4 + s];
                 const double got = double(format::e2m1_to_float(nib)) * decode_prepacked_scale(sb);

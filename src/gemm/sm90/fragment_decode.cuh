@@ -7,19 +7,21 @@
 
 #include <cstdint>
 
+#include "gemm/fragment_bits.h"
+
 namespace fp4kit::gemm_impl::sm90 {
+
 
 template <typename T>
 struct FragmentDecode;
 
-// BF16: nibble s.eem at bits [15:12] -> sign at 15, eem at bits [8:6]: value e2m1 * 2^-126.
+// BF16: codes decode to e2m1 * 2^-126 (fragment_bits.h).
 template <>
 struct FragmentDecode<__nv_bfloat16> {
   // Pair p of word w (p = 0..3): the two elements a_{2p} (low half) and a_{2p+1} (high half).
   template <int P>
   static __device__ __forceinline__ uint32_t codes(uint32_t w) {
-    const uint32_t v = w << (4 * P);
-    return (v & 0x80008000u) | ((v >> 6) & 0x01C001C0u);
+    return bf16_pair_bits<P>(w);
   }
   // Prepacked scale byte b (in byte S of `word`) -> {s, s} with s = sf * 2^119.
   template <int S>
@@ -33,13 +35,12 @@ struct FragmentDecode<__nv_bfloat16> {
   }
 };
 
-// FP16: nibble s.eem -> sign at 15, eem at bits [11:9]: value e2m1 * 2^-14.
+// FP16: codes decode to e2m1 * 2^-14 (fragment_bits.h).
 template <>
 struct FragmentDecode<__half> {
   template <int P>
   static __device__ __forceinline__ uint32_t codes(uint32_t w) {
-    const uint32_t v = w << (4 * P);
-    return (v & 0x80008000u) | ((v >> 3) & 0x0E000E00u);
+    return fp16_pair_bits<P>(w);
   }
   template <int S>
   static __device__ __forceinline__ uint32_t scale(uint32_t word) {
