@@ -102,6 +102,13 @@ static int decode_dp_id(int nt, int rows, int u) {
   return -1;
 }
 
+// Warps per row block of the dp decode kernel (decode_host.cu): each streams >= ~8 chunks.
+static int64_t dp_warps_per_row_block(int64_t k_chunks) {
+  int64_t kw = 8;
+  while (kw > 1 && k_chunks < kw * 8) kw /= 2;
+  return kw;
+}
+
 int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   // H100, W4A16, M = 1..16 over the bench shapes (docs/PERF.md, session 2): one CTA per 16- or
   // 32-row block, K split over its 8 warps, beats stream-K over warps everywhere there are enough
@@ -112,16 +119,17 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   const int64_t slots = 2 * int64_t(sm_count > 0 ? sm_count : 132);
   if (m > 16) return -1;
   // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
-  const int64_t k_chunks = (k + 63) / 64;
-  int kw = 8;
-  while (kw > 1 && k_chunks < int64_t(kw) * 8) kw /= 2;
+  const int64_t kw = dp_warps_per_row_block((k + 63) / 64);
   if ((rows + 15) / 16 * kw / 8 < slots / 2) return -1;  // too few CTAs: stream-K balances better
-  if (m > 8) return decode_dp_id(2, 2, 2);
-  if (m > 4) return decode_dp_id(1, 2, 4);
   // 32-row blocks (two row tiles share each activation load) as long as their CTAs still cover
   // every SM once; else 16-row blocks (H100 session 3, M = 1: 6144x4096 13.2 vs 14.6 us and
-  // 28672x4096 35.5 vs 39.5 for r32; 4096x4096 9.95 vs 11.1 and 4096x14336 20.1 vs 23.0 for r16).
+  // 28672x4096 35.5 vs 39.5 for r32; 4096x4096 9.95 vs 11.1 and 4096x14336 20.1 vs 23.0 for r16;
+  // session 5, M = 5: 4096x4096 6.9 vs 8.2 us, 4096x14336 15.9 vs 18.2 for r16).
   const bool r32 = (rows + 31) / 32 * kw / 8 >= slots / 2;
+  // 9..16 tokens: one 16-token tile when its CTAs cover every SM, else two 8-token tiles (twice the
+  // CTAs; the second pass over the weights mostly hits L2): session 5, M = 12 / 16, 6144x4096
+  // 11.8 / 13.5 us (m16) vs 14.9 / 16.8 (2 x m8); 4096x4096 10.4 / 11.0 (m16) vs 8.6 / 9.6 (2 x m8).
+  if (m > 8) return r32 ? decode_dp_id(2, 2, 2) : decode_dp_id(1, 2, 4);
   return decode_dp_id(1, r32 ? 2 : 1, 4);
 }
 
@@ -148,9 +156,25 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
 //    (4096x4096 M=64: 20.2 vs 24.2 us).
 //  * 65..128: 128x128 when its split K ranges stay >= 128 chunks (8192x28672: 121.7 vs 156.2 us
 //    for 128x64), else the full-wave model (wgmma_heuristic).
-// M <= 8 stays on the dp decode family (8192x28672 M=1: 57.5 us vs 69.6 for the best wgmma tile).
+// M <= 8 stays on the dp decode family (8192x28672 M=1: 57.5 us vs 69.6 for the best wgmma tile)
+// except on very wide layers with short K (below).
+// Since the decode loop's instruction cut (session 5), 9..16 tokens on layers with K <= 8192 and
+// N <= 8192 go back to the dp decode family's 16-token tile (H100 graph replay, M = 12 / 16:
+// 6144x4096 11.6 / 13.3 us vs 15.5 / 15.2 for the best wgmma tile, 4096x4096 10.3 / 10.9 vs
+// 11.6 / 11.6, 8192x8192 20.4 / 23.5 vs 23.3 / 23.5); long K (4096x14336, 8192x28672) and wide N
+// (28672x4096) keep the wgmma tiles.
 static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
-  if (p.m <= 8 || p.m > 128) return -1;
+  if (p.m > 128) return -1;
+  if (p.m <= 8) {
+    // Very wide layers with short K: the dp decode CTAs would be many (> 4 per SM) and short-lived
+    // (two load groups per warp), the wgmma pipeline streams without that ramp (session 5,
+    // 28672x4096 M = 2 / 5 / 8: 256x16 28.9 / 29.1 / 29.1 us vs dp 30.3 / 31.4 / 32.1).
+    const int64_t k_chunks = (p.k + 63) / 64;
+    const int64_t dp_ctas = (p.n + 31) / 32 * dp_warps_per_row_block(k_chunks) / 8;
+    if (k_chunks <= 64 && dp_ctas > 4 * int64_t(sms)) return wgmma_id(256, 16, 8);
+    return -1;
+  }
+  if (p.m <= 16 && p.k <= 8192 && p.n <= 8192) return -1;
   if (p.m <= 32) {
     const int bm = p.m <= 16 ? 16 : 32;
     const int bn = wgmma_chunks_per_unit(p, 256, bm, sms) >= 64 ? 256 : 128;

@@ -33,13 +33,24 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   // M <= 8: data-parallel decode; 32-row blocks while their CTAs cover the SMs.
   EXPECT_EQ(pick(1, 8192, 28672), "decode_dp_m8_r32_u4");
   EXPECT_EQ(pick(1, 6144, 4096), "decode_dp_m8_r32_u4");
-  EXPECT_EQ(pick(4, 28672, 4096), "decode_dp_m8_r32_u4");
+  EXPECT_EQ(pick(4, 14336, 4096), "decode_dp_m8_r32_u4");
   EXPECT_EQ(pick(1, 4096, 4096), "decode_dp_m8_r16_u4");
   EXPECT_EQ(pick(1, 4096, 14336), "decode_dp_m8_r16_u4");
-  EXPECT_EQ(pick(8, 4096, 4096).rfind("decode_", 0), 0u) << pick(8, 4096, 4096);
-  // 9..32: small token tiles; 256 rows when the K ranges stay long.
+  EXPECT_EQ(pick(5, 4096, 14336), "decode_dp_m8_r16_u4");
+  EXPECT_EQ(pick(8, 8192, 8192), "decode_dp_m8_r32_u4");
+  // ... except very wide layers with short K (> 4 dp CTAs per SM of two load groups per warp).
+  EXPECT_EQ(pick(1, 28672, 4096), "wgmma_w4a16_256x16_s8");
+  EXPECT_EQ(pick(8, 28672, 4096), "wgmma_w4a16_256x16_s8");
+  EXPECT_EQ(pick(1, 28672, 28672), "decode_dp_m8_r32_u4");
+  // 9..32: small token tiles; 256 rows when the K ranges stay long ...
   EXPECT_EQ(pick(16, 8192, 28672), "wgmma_w4a16_256x16_s8");
-  EXPECT_EQ(pick(12, 8192, 8192), "wgmma_w4a16_128x16_s8");
+  EXPECT_EQ(pick(16, 4096, 14336), "wgmma_w4a16_128x16_s8");
+  EXPECT_EQ(pick(12, 28672, 4096), "wgmma_w4a16_256x16_s8");
+  // ... except 9..16 tokens with K and N <= 8192: the dp decode family's 16-token tile.
+  // (one 16-token tile when its CTAs cover the SMs, else two 8-token tiles).
+  EXPECT_EQ(pick(12, 8192, 8192), "decode_dp_m16_r32_u2");
+  EXPECT_EQ(pick(16, 6144, 4096), "decode_dp_m16_r32_u2");
+  EXPECT_EQ(pick(16, 4096, 4096), "decode_dp_m8_r32_u4");
   EXPECT_EQ(pick(32, 28672, 4096), "wgmma_w4a16_256x32_s8");
   EXPECT_EQ(pick(17, 4096, 4096), "wgmma_w4a16_128x32_s8");
   // 33..64: 128x64 unless its split K ranges get short.
