@@ -1,6 +1,7 @@
 #include "gemm/tactics.h"
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <string>
 
@@ -102,8 +103,7 @@ static int decode_dp_id(int nt, int rows, int u) {
   return -1;
 }
 
-// Warps per row block of the dp decode kernel (decode_host.cu): each streams >= ~8 chunks.
-static int64_t dp_warps_per_row_block(int64_t k_chunks) {
+int64_t dp_warps_per_row_block(int64_t k_chunks) {
   int64_t kw = 8;
   while (kw > 1 && k_chunks < kw * 8) kw /= 2;
   return kw;
@@ -131,6 +131,37 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   // 11.8 / 13.5 us (m16) vs 14.9 / 16.8 (2 x m8); 4096x4096 10.4 / 11.0 (m16) vs 8.6 / 9.6 (2 x m8).
   if (m > 8) return r32 ? decode_dp_id(2, 2, 2) : decode_dp_id(1, 2, 4);
   return decode_dp_id(1, r32 ? 2 : 1, 4);
+}
+
+int grouped_dp_warps_per_row_block(int64_t groups, int64_t rows, int64_t row_blocks, int64_t k_chunks, int unroll,
+                                   int sms, int ctas_per_sm) {
+  sms = sms > 0 ? sms : 132;
+  ctas_per_sm = std::max(ctas_per_sm, 1);
+  const double g = double(std::max<int64_t>(groups, 1));
+  const double active = std::min(double(std::min(groups, rows)), g * (1.0 - std::pow(1.0 - 1.0 / g, double(rows))));
+  // Few active groups: their actual count swings the CTA count across wave boundaries, so keep the
+  // k-only rule, whose many short CTAs are robust to it (H100: Mixtral T = 2, fi-32 T = 2 lost 6-10 %
+  // with the model's choice).
+  if (active < 16.0) return int(dp_warps_per_row_block(k_chunks));
+  int best_kw = 1;
+  double best = -1.0;
+  for (int kw = 1; kw <= 8; kw *= 2) {
+    const double groups_per_warp = double(k_chunks) / kw / std::max(unroll, 1);
+    if (kw > 1 && groups_per_warp < 1.0) break;  // every warp streams at least one full load group
+    const double ctas = std::max(1.0, active * double((row_blocks * kw + 7) / 8));
+    const double per_sm = ctas / sms;
+    const double waves = ctas / (double(sms) * ctas_per_sm);
+    const double tail = waves >= 1.0 ? waves / std::ceil(waves) : per_sm / std::ceil(per_sm);
+    const double warps_per_sm = std::min(per_sm, double(ctas_per_sm)) * 8.0;
+    const double fill = std::min(1.0, warps_per_sm / 16.0);
+    const double stream = groups_per_warp / (groups_per_warp + 1.5);
+    const double score = tail * fill * stream;
+    if (score > best + 1e-9) {
+      best = score;
+      best_kw = kw;
+    }
+  }
+  return best_kw;
 }
 
 int64_t wgmma_k_splits(int64_t tiles, int64_t k_chunks, int sms) {

@@ -46,4 +46,20 @@ int heuristic_tactic(const GemmParams& p, int sm_count);
 // stream-K is the better decomposition (too few CTAs to fill the GPU).
 int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count);
 
+// Warps per row block of the dp decode kernel (decode_host.cu) from K alone: the largest power of
+// two <= k_chunks / 8 within [1, 8], so that each warp streams >= ~8 chunks (two load groups).
+int64_t dp_warps_per_row_block(int64_t k_chunks);
+
+// Warps per row block (1, 2, 4 or 8) of the grouped dp decode kernel, from a model of its three
+// losses: the last wave (CTAs just above a multiple of the resident slots), the ramp of short
+// per-warp streams (each warp's range costs about 1.5 load groups of latency), and SMs left with
+// too few warps to keep HBM busy (< 16). `groups` experts, `rows` routed rows in total (the active
+// groups are estimated as for uniform routing), `row_blocks` per group, `unroll` chunks per load
+// group, `ctas_per_sm` resident CTAs of the kernel. Below 16 estimated active groups it keeps the
+// k-only rule (each warp >= ~8 chunks). H100 MoE T = 8 / 16 sweeps (docs/PERF.md, session 5): it
+// picks the measured best of {1, 2, 4, 8} for FC1 and FC2 of Qwen3.6-35B-A3B, Qwen3-30B-A3B and
+// fi-256.
+int grouped_dp_warps_per_row_block(int64_t groups, int64_t rows, int64_t row_blocks, int64_t k_chunks, int unroll,
+                                   int sms, int ctas_per_sm);
+
 }  // namespace fp4kit::gemm_impl

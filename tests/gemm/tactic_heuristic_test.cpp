@@ -66,6 +66,35 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(big.find("x32_"), std::string::npos) << big;
 }
 
+// The grouped dp warps-per-row-block model against the H100 MoE sweeps of session 5 (docs/PERF.md):
+// the measured best kw of FC1 / FC2 at T = 8 and 16 (k = 8, 3 CTAs/SM, 4-chunk load groups).
+TEST(GroupedDpSchedule, PicksTheMeasuredBestWarpsPerRowBlock) {
+  auto kw = [](int64_t experts, int64_t t, int64_t n, int64_t k) {
+    return grouped_dp_warps_per_row_block(experts, t * 8, (n + 31) / 32, (k + 63) / 64, 4, kSms, 3);
+  };
+  // Qwen3.6-35B-A3B (E = 256, H = 2048, I = 512): FC1 [1024 x 2048], FC2 [2048 x 512].
+  EXPECT_EQ(kw(256, 8, 1024, 2048), 1);   // 61.9 us vs 63.7 (kw 4), 67.5 (2), 65.1 (8)
+  EXPECT_EQ(kw(256, 16, 1024, 2048), 2);  // 91.8 vs 91.5 (4), 98.1 (1), 100.7 (8)
+  EXPECT_EQ(kw(256, 8, 2048, 512), 1);    // FC2: kw 2 63.1 vs 63.7 (1), kw 4 74.1
+  EXPECT_EQ(kw(256, 16, 2048, 512), 1);   // 91.5 vs 95.3 (2)
+  // Qwen3-30B-A3B (E = 128, H = 2048, I = 768).
+  EXPECT_EQ(kw(128, 8, 1536, 2048), 1);   // 69.0 vs 71.4 (2), 73.5 (4)
+  EXPECT_EQ(kw(128, 16, 1536, 2048), 2);  // 102.8 vs 109.3 (4), 112.4 (1)
+  EXPECT_EQ(kw(128, 8, 2048, 768), 1);    // 73.5 vs 76.7 (2)
+  EXPECT_EQ(kw(128, 16, 2048, 768), 1);   // 109.3 vs 119.5 (2)
+  // fi-256 (E = 256, H = 7168, I = 256): FC1 [512 x 7168], FC2 [7168 x 256].
+  EXPECT_EQ(kw(256, 8, 512, 7168), 2);    // 87.3 vs 91.2 (8), 107.0 (1)
+  EXPECT_EQ(kw(256, 16, 512, 7168), 8);   // 154.0 vs 165.7 (1), 168.0 (2)
+  EXPECT_EQ(kw(256, 8, 7168, 256), 1);    // one load group per warp already
+  // Few active experts keep the k-only rule (Mixtral T = 2: 126 vs 138 us; fi-32 T = 2: 163 vs 172).
+  auto kw2 = [](int64_t experts, int64_t rows, int64_t n, int64_t k) {
+    return grouped_dp_warps_per_row_block(experts, rows, (n + 31) / 32, (k + 63) / 64, 4, kSms, 3);
+  };
+  EXPECT_EQ(kw2(8, 4, 28672, 4096), 8);
+  EXPECT_EQ(kw2(8, 4, 4096, 14336), 8);
+  EXPECT_EQ(kw2(32, 16, 7168, 2048), 4);
+}
+
 // Every tactic of both tables names a kernel that is instantiated: the tables (tactics.cpp,
 // grouped.cu) and the kernel lookups (sm90/decode_launch.cuh, sm90/wgmma_launch.cuh) are separate
 // lists, and this is what keeps them in agreement (no GPU needed: the lookups are host code).

@@ -10,6 +10,7 @@
 #include "gemm/stage_activations.h"
 #include "gemm/families.h"
 #include "gemm/prepacked_layout.h"
+#include "gemm/tactics.h"
 #include "gemm/sm90/decode_launch.cuh"
 
 namespace fp4kit::gemm_impl {
@@ -48,25 +49,18 @@ struct DecodeGeometry {
   int dp_kw = 8;  // dp: warps per row block
 };
 
-// dp: warps sharing a row block's K, so that each streams >= ~8 chunks (two load groups of 4):
-// the largest power of two <= k_chunks / 8, within [1, 8].
-int dp_warps_per_row_block(int64_t k_chunks) {
-  int kw = 8;
-  while (kw > 1 && k_chunks < int64_t(kw) * 8) kw /= 2;
-  return kw;
-}
-
 // Geometry of one launch: `slots` copies of the n x k unit list (1 in dense mode), token tiles
-// covering `token_rows` rows, kernel `fn` (for its occupancy).
+// covering `token_rows` rows, kernel `fn` (for its occupancy). dp_kw > 0 overrides the dp kernel's
+// warps per row block.
 DecodeGeometry decode_geometry(sm90::DecodeKernelFn fn, int nt, int rows, bool dp, int64_t n, int64_t k,
-                               int64_t token_rows, int64_t slots) {
+                               int64_t token_rows, int64_t slots, int dp_kw = 0) {
   DecodeGeometry g;
   g.row_blocks = (n + 16 * rows - 1) / (16 * rows);
   g.token_groups = std::max<int64_t>(1, (token_rows + nt * 8 - 1) / (nt * 8));
   g.k_chunks = prepacked_shape(n, k).k_chunks;
   g.units = slots * g.row_blocks * g.k_chunks;
   if (dp) {  // per slot, CTAs of 8 / kw row blocks; partial sums stay in shared memory
-    g.dp_kw = dp_warps_per_row_block(g.k_chunks);
+    g.dp_kw = dp_kw > 0 ? dp_kw : int(dp_warps_per_row_block(g.k_chunks));
     g.ctas = slots * ((g.row_blocks + sm90::kDecodeWarps / g.dp_kw - 1) / (sm90::kDecodeWarps / g.dp_kw));
     g.warps = g.ctas * sm90::kDecodeWarps;
     g.partial_floats = 0;
@@ -180,7 +174,14 @@ int64_t grouped_slots(const GroupedGemmParams& p) { return std::max<int64_t>(1, 
 DecodeGeometry grouped_geometry(const GroupedTactic& t, const GroupedGemmParams& p) {
   // max_group_rows == 0: unknown, any group may hold all rows.
   const int64_t group_rows = p.max_group_rows > 0 ? std::min(p.max_group_rows, p.max_rows) : p.max_rows;
-  return decode_geometry(grouped_kernel_for(t, p), t.nt, t.rows, t.dp, p.n, p.k, group_rows, grouped_slots(p));
+  const sm90::DecodeKernelFn fn = grouped_kernel_for(t, p);
+  int kw = 0;
+  if (t.dp && fn) {  // warps per row block from the active-group estimate (tactics.h)
+    const int sms = device_info().available ? device_info().sm_count : 132;
+    kw = grouped_dp_warps_per_row_block(p.groups, p.max_rows, (p.n + 16 * t.rows - 1) / (16 * t.rows),
+                                        prepacked_shape(p.n, p.k).k_chunks, t.unroll, sms, ctas_per_sm(fn));
+  }
+  return decode_geometry(fn, t.nt, t.rows, t.dp, p.n, p.k, group_rows, grouped_slots(p), kw);
 }
 
 }  // namespace
