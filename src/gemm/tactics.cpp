@@ -109,6 +109,13 @@ int64_t dp_warps_per_row_block(int64_t k_chunks) {
   return kw;
 }
 
+int64_t dense_dp_warps_per_row_block(int64_t row_blocks, int64_t k_chunks, int sms) {
+  int64_t kw = dp_warps_per_row_block(k_chunks);
+  const int64_t min_ctas = 3 * int64_t(sms > 0 ? sms : 132) / 2;
+  while (kw > 1 && row_blocks * (kw / 2) / 8 >= min_ctas) kw /= 2;
+  return kw;
+}
+
 int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   // H100, W4A16, M = 1..16 over the bench shapes (docs/PERF.md, session 2): one CTA per 16- or
   // 32-row block, K split over its 8 warps, beats stream-K over warps everywhere there are enough
@@ -187,8 +194,8 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
 //    (4096x4096 M=64: 20.2 vs 24.2 us).
 //  * 65..128: 128x128 when its split K ranges stay >= 128 chunks (8192x28672: 121.7 vs 156.2 us
 //    for 128x64), else the full-wave model (wgmma_heuristic).
-// M <= 8 stays on the dp decode family (8192x28672 M=1: 57.5 us vs 69.6 for the best wgmma tile)
-// except on very wide layers with short K (below).
+// M <= 8 stays on the dp decode family (8192x28672 M=1: 57.5 us vs 69.6 for the best wgmma tile;
+// 28672x4096 M = 1 / 8: 24.4 / 27.5 us with dense_dp_warps_per_row_block vs 29.0 / 28.8 for 256x16).
 // Since the decode loop's instruction cut (session 5), 9..16 tokens on layers with K <= 8192 and
 // N <= 8192 go back to the dp decode family's 16-token tile (H100 graph replay, M = 12 / 16:
 // 6144x4096 11.6 / 13.3 us vs 15.5 / 15.2 for the best wgmma tile, 4096x4096 10.3 / 10.9 vs
@@ -196,15 +203,7 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
 // (28672x4096) keep the wgmma tiles.
 static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
   if (p.m > 128) return -1;
-  if (p.m <= 8) {
-    // Very wide layers with short K: the dp decode CTAs would be many (> 4 per SM) and short-lived
-    // (two load groups per warp), the wgmma pipeline streams without that ramp (session 5,
-    // 28672x4096 M = 2 / 5 / 8: 256x16 28.9 / 29.1 / 29.1 us vs dp 30.3 / 31.4 / 32.1).
-    const int64_t k_chunks = (p.k + 63) / 64;
-    const int64_t dp_ctas = (p.n + 31) / 32 * dp_warps_per_row_block(k_chunks) / 8;
-    if (k_chunks <= 64 && dp_ctas > 4 * int64_t(sms)) return wgmma_id(256, 16, 8);
-    return -1;
-  }
+  if (p.m <= 8) return -1;
   if (p.m <= 16 && p.k <= 8192 && p.n <= 8192) return -1;
   if (p.m <= 32) {
     const int bm = p.m <= 16 ? 16 : 32;

@@ -50,6 +50,11 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count);
 // two <= k_chunks / 8 within [1, 8], so that each warp streams >= ~8 chunks (two load groups).
 int64_t dp_warps_per_row_block(int64_t k_chunks);
 
+// Dense dp: the K-only rule, halved while the CTAs stay >= 1.5 per SM, so that very wide layers
+// with short K give each warp a longer stream (H100 session 5, 28672x4096 M = 1: kw 8 / 4 / 2 =
+// 28.6 / 26.5 / 24.4 us; every other bench layer keeps kw).
+int64_t dense_dp_warps_per_row_block(int64_t row_blocks, int64_t k_chunks, int sms);
+
 // Warps per row block (1, 2, 4 or 8) of the grouped dp decode kernel, from a model of its three
 // losses: the last wave (CTAs just above a multiple of the resident slots), the ramp of short
 // per-warp streams (each warp's range costs about 1.5 load groups of latency), and SMs left with

@@ -38,10 +38,8 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(1, 4096, 14336), "decode_dp_m8_r16_u4");
   EXPECT_EQ(pick(5, 4096, 14336), "decode_dp_m8_r16_u4");
   EXPECT_EQ(pick(8, 8192, 8192), "decode_dp_m8_r32_u4");
-  // ... except very wide layers with short K (> 4 dp CTAs per SM of two load groups per warp).
-  EXPECT_EQ(pick(1, 28672, 4096), "wgmma_w4a16_256x16_s8");
-  EXPECT_EQ(pick(8, 28672, 4096), "wgmma_w4a16_256x16_s8");
-  EXPECT_EQ(pick(1, 28672, 28672), "decode_dp_m8_r32_u4");
+  EXPECT_EQ(pick(1, 28672, 4096), "decode_dp_m8_r32_u4");
+  EXPECT_EQ(pick(8, 28672, 4096), "decode_dp_m8_r32_u4");
   // 9..32: small token tiles; 256 rows when the K ranges stay long ...
   EXPECT_EQ(pick(16, 8192, 28672), "wgmma_w4a16_256x16_s8");
   EXPECT_EQ(pick(16, 4096, 14336), "wgmma_w4a16_128x16_s8");
@@ -64,6 +62,16 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(big.rfind("wgmma_", 0), 0u) << big;
   EXPECT_EQ(big.find("x16_"), std::string::npos) << big;
   EXPECT_EQ(big.find("x32_"), std::string::npos) << big;
+}
+
+// Dense dp warps per row block: halved only while the CTAs stay >= 1.5 per SM.
+TEST(DenseDpSchedule, LongerStreamsOnlyForVeryWideShortKLayers) {
+  EXPECT_EQ(dense_dp_warps_per_row_block(28672 / 32, 4096 / 64, kSms), 2);  // llama8b.gate_up
+  EXPECT_EQ(dense_dp_warps_per_row_block(6144 / 32, 4096 / 64, kSms), 8);   // qkv
+  EXPECT_EQ(dense_dp_warps_per_row_block(8192 / 32, 8192 / 64, kSms), 8);
+  EXPECT_EQ(dense_dp_warps_per_row_block(8192 / 32, 28672 / 64, kSms), 8);
+  EXPECT_EQ(dense_dp_warps_per_row_block(4096 / 16, 14336 / 64, kSms), 8);   // down, 16-row blocks
+  EXPECT_EQ(dense_dp_warps_per_row_block(64, 512 / 64, kSms), 1);            // K-only rule: 8 chunks
 }
 
 // The grouped dp warps-per-row-block model against the H100 MoE sweeps of session 5 (docs/PERF.md):

@@ -60,7 +60,8 @@ DecodeGeometry decode_geometry(sm90::DecodeKernelFn fn, int nt, int rows, bool d
   g.k_chunks = prepacked_shape(n, k).k_chunks;
   g.units = slots * g.row_blocks * g.k_chunks;
   if (dp) {  // per slot, CTAs of 8 / kw row blocks; partial sums stay in shared memory
-    g.dp_kw = dp_kw > 0 ? dp_kw : int(dp_warps_per_row_block(g.k_chunks));
+    const int sms = device_info().available ? device_info().sm_count : 132;
+    g.dp_kw = dp_kw > 0 ? dp_kw : int(dense_dp_warps_per_row_block(g.row_blocks, g.k_chunks, sms));
     g.ctas = slots * ((g.row_blocks + sm90::kDecodeWarps / g.dp_kw - 1) / (sm90::kDecodeWarps / g.dp_kw));
     g.warps = g.ctas * sm90::kDecodeWarps;
     g.partial_floats = 0;
