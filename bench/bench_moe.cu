@@ -613,7 +613,7 @@ Status MoeBench::run_fp4kit(const Layer& L, int mode, int64_t T, std::vector<Rou
   for (const RoutingSet& s : sets) params.push_back(moe_params(L, mode, T, s, x_.data(), out_.data()));
   const size_t ws = moe_workspace_bytes(params[0]);
   FP4KIT_RETURN_IF_ERROR(ensure(ws_, ws, "fused_moe workspace"));
-  if (moe_impl::use_per_entry_path(opt_.path, T, L.k, L.h, L.e)) row->note += "per-entry; ";
+  if (moe_impl::use_per_entry_path(opt_.path, T, L.k, L.h, L.inter, L.e, mode == 1)) row->note += "per-entry; ";
   if (opt_.check && T <= opt_.check_max_t) {
     FP4KIT_RETURN_IF_ERROR(check_point(L, mode, T, sets[0], x_.data(), row));
   } else {

@@ -201,7 +201,7 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   uint8_t* base = static_cast<uint8_t*>(workspace);
   // Small batches: the per-entry path (two kernels, no permutation; src/moe/per_entry.cu, rule in
   // src/moe/moe_path.h). It uses the header word and the act region of this layout.
-  if (moe_impl::use_per_entry_path(p.path, d.tokens, d.top_k, d.hidden, d.e_local))
+  if (moe_impl::use_per_entry_path(p.path, d.tokens, d.top_k, d.hidden, d.inter, d.e_local, p.mode == MoeMode::kW4A4))
     return moe_impl::run_per_entry(p, d, reinterpret_cast<int32_t*>(base + l.header), base + l.act, base + l.gemm_out,
                                    stream);
   int32_t* header = reinterpret_cast<int32_t*>(base + l.header);

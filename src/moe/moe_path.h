@@ -37,20 +37,28 @@ inline bool per_entry_supported(int64_t tokens, int64_t top_k, int64_t hidden) {
 // 67.4 (T·k = 64: not taken), T = 16: 117.8 vs 103.3; DeepSeek-V3 T = 1, 2, 4: 91.7 / 171.6 / 318.4
 // vs 109.7 / 182.2 / 327.7 us, T = 8: 654 vs 597; Mixtral (E = 8, k = 2) T = 1: 81.6 vs 101.3 us,
 // T = 2: 153.3 vs 146.7 (repeated experts: not taken), T >= 4: per-entry up to 3.8x slower.
-inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t e_local) {
+// Session 5 (after the pipeline's grouped GEMMs got faster; docs/PERF.md): T·k = 17..32 stays
+// per-entry only in W4A16 and with I >= 512 (T = 4, per-entry vs pipeline: Qwen3.6 33.3 vs 36.5 us,
+// Qwen3-30B 44.1 vs 46.8, DeepSeek-V3 298.7 vs 314.9, but fi-256 (I = 256) 62.6 vs 55.5; W4A4, whose
+// per-entry FC1 quantizes x in every CTA: Qwen3.6 44.9 vs 41.4, Qwen3-30B 61.9 vs 51.5, fi-256 69.7
+// vs 60.6).
+inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t inter, int64_t e_local, bool w4a4) {
   const int64_t entries = tokens * top_k;
   if (tokens == 1) return true;
-  return entries <= 32 && e_local >= 4 * entries;
+  if (e_local < 4 * entries) return false;  // repeated experts
+  if (entries <= 16) return true;
+  return entries <= 32 && !w4a4 && inter >= 512;
 }
 
 // The decision for one call (the shape checks of fused_moe passed; a forced kPerEntry that is not
 // supported has been rejected by them).
-inline bool use_per_entry_path(MoePath path, int64_t tokens, int64_t top_k, int64_t hidden, int64_t e_local) {
+inline bool use_per_entry_path(MoePath path, int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter,
+                               int64_t e_local, bool w4a4) {
   switch (path) {
     case MoePath::kPipeline: return false;
     case MoePath::kPerEntry: return true;
     case MoePath::kAuto:
-      return per_entry_supported(tokens, top_k, hidden) && per_entry_preferred(tokens, top_k, e_local);
+      return per_entry_supported(tokens, top_k, hidden) && per_entry_preferred(tokens, top_k, inter, e_local, w4a4);
   }
   return false;
 }

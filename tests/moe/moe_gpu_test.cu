@@ -908,7 +908,7 @@ TEST(MoeGpu, PerEntryGraphReplaysBitIdentical) {
     const RefOut ref = reference_run(L, L.sel);
     DeviceLayer D(L);
     D.p.check_expert_ids = false;
-    ASSERT_TRUE(moe_impl::use_per_entry_path(D.p.path, c.T, c.k, c.H, c.E));
+    ASSERT_TRUE(moe_impl::use_per_entry_path(D.p.path, c.T, c.k, c.H, c.I, c.E, c.mode == MoeMode::kW4A4));
     const size_t ws_bytes = moe_workspace_bytes(D.p);
     DeviceBuffer<uint8_t> ws(ws_bytes);
     cudaStream_t stream;

@@ -82,23 +82,32 @@ TEST(MoePath, WorkspaceIsTheSameForEveryPath) {
 }
 
 TEST(MoePath, AutoRule) {
-  using moe_impl::use_per_entry_path;
-  // Qwen3.6-35B-A3B (H 2048, E 256, k 8): per-entry up to T = 4 (32 entries).
-  EXPECT_TRUE(use_per_entry_path(MoePath::kAuto, 1, 8, 2048, 256));
-  EXPECT_TRUE(use_per_entry_path(MoePath::kAuto, 4, 8, 2048, 256));
-  EXPECT_FALSE(use_per_entry_path(MoePath::kAuto, 5, 8, 2048, 256));
+  auto pe = [](int64_t T, int64_t k, int64_t H, int64_t I, int64_t E, bool w4a4 = false) {
+    return moe_impl::use_per_entry_path(MoePath::kAuto, T, k, H, I, E, w4a4);
+  };
+  // Qwen3.6-35B-A3B (H 2048, I 512, E 256, k 8): per-entry up to T = 4 (32 entries) in W4A16,
+  // up to T = 2 in W4A4.
+  EXPECT_TRUE(pe(1, 8, 2048, 512, 256));
+  EXPECT_TRUE(pe(4, 8, 2048, 512, 256));
+  EXPECT_FALSE(pe(5, 8, 2048, 512, 256));
+  EXPECT_TRUE(pe(2, 8, 2048, 512, 256, true));
+  EXPECT_FALSE(pe(4, 8, 2048, 512, 256, true));
+  EXPECT_TRUE(pe(1, 8, 2048, 512, 256, true));
+  // fi-256 (I 256): T = 4 takes the pipeline.
+  EXPECT_TRUE(pe(2, 8, 7168, 256, 256));
+  EXPECT_FALSE(pe(4, 8, 7168, 256, 256));
   // Few local experts: T = 1 only (Mixtral: E 8, k 2; at T = 2 experts repeat: measured slower).
-  EXPECT_TRUE(use_per_entry_path(MoePath::kAuto, 1, 8, 7168, 8));
-  EXPECT_FALSE(use_per_entry_path(MoePath::kAuto, 2, 8, 7168, 8));
-  EXPECT_TRUE(use_per_entry_path(MoePath::kAuto, 1, 2, 4096, 8));
-  EXPECT_FALSE(use_per_entry_path(MoePath::kAuto, 2, 2, 4096, 8));
-  EXPECT_FALSE(use_per_entry_path(MoePath::kAuto, 3, 2, 4096, 8));
+  EXPECT_TRUE(pe(1, 8, 7168, 2048, 8));
+  EXPECT_FALSE(pe(2, 8, 7168, 2048, 8));
+  EXPECT_TRUE(pe(1, 2, 4096, 14336, 8));
+  EXPECT_FALSE(pe(2, 2, 4096, 14336, 8));
+  EXPECT_FALSE(pe(3, 2, 4096, 14336, 8));
   // Outside the per-entry limits kAuto keeps the pipeline.
-  EXPECT_FALSE(use_per_entry_path(MoePath::kAuto, 1, 33, 2048, 256));
-  EXPECT_FALSE(use_per_entry_path(MoePath::kAuto, 1, 8, 16384 + 64, 256));
+  EXPECT_FALSE(pe(1, 33, 2048, 512, 256));
+  EXPECT_FALSE(pe(1, 8, 16384 + 64, 512, 256));
   // Forced paths.
-  EXPECT_FALSE(use_per_entry_path(MoePath::kPipeline, 1, 8, 2048, 256));
-  EXPECT_TRUE(use_per_entry_path(MoePath::kPerEntry, 64, 8, 2048, 8));
+  EXPECT_FALSE(moe_impl::use_per_entry_path(MoePath::kPipeline, 1, 8, 2048, 512, 256, false));
+  EXPECT_TRUE(moe_impl::use_per_entry_path(MoePath::kPerEntry, 64, 8, 2048, 512, 8, false));
   EXPECT_TRUE(moe_impl::per_entry_supported(8191, 8, 2048));
   EXPECT_FALSE(moe_impl::per_entry_supported(8192, 8, 2048));  // T * k > 65535
 }
