@@ -54,6 +54,11 @@ struct GroupedGemmParams {
   // Decode tactics: launched with programmatic dependent launch; they wait for the previous kernel
   // before reading anything (offsets, weights included). Ignored by the wgmma tactics.
   bool enable_pdl = false;
+  // offsets / active / num_active are written and visible before this kernel can start (under PDL:
+  // their writer triggers its dependents only after writing them and a fence, and every kernel in
+  // between starts only after that trigger): the dp decode kernel then reads them and requests its
+  // first weights before waiting for the previous kernel (which produces the activations).
+  bool groups_ready = false;
 };
 
 enum class GroupedFamily { kDecode, kWgmma };

@@ -240,6 +240,14 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   g2.b_prepacked = p.fc2_weights;
   g2.alpha = p.fc2_alpha;
   g2.ldd = d.hidden;
+  // FC2's group list comes from the fused permutation kernel, which then triggers its dependents
+  // only after publishing it (and a fence, PermuteArgs::publish_before_trigger); FC1 and SwiGLU
+  // start only after that trigger, and FC2 only after theirs, so FC2 may read it and request its
+  // first weights before SwiGLU has finished. Taken when FC2's K gives each warp two load groups
+  // (I >= 512): H100 T = 8: Qwen3.6 -6 %, Qwen3-30B, DeepSeek-V3, fi-32, Mixtral -1.5..-2 %; with I =
+  // 256 (fi-256) it lost 1.5-4 % (docs/PERF.md, session 5). The multi-kernel permutation gives no
+  // such guarantee.
+  g2.groups_ready = moe_impl::use_fused_permute(d.rows, d.e_local) && d.inter >= 512;
   // Forced, else tuned (only if it can run here within the reserved workspace), else -1 = heuristic.
   g1.tactic = moe_impl::choose_tactic(moe_impl::moe_fc1_gemm(p), d.tokens, tune, g1, l.gemm1_ws_bytes);
   g2.tactic = moe_impl::choose_tactic(moe_impl::moe_fc2_gemm(p), d.tokens, tune, g2, l.gemm2_ws_bytes);
@@ -277,6 +285,7 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   pa.error_flag = header;
   pa.chunk_counts = reinterpret_cast<int32_t*>(base + l.chunk_counts);
   pa.chunk_flags = reinterpret_cast<int32_t*>(base + l.chunk_flags);
+  pa.publish_before_trigger = g2.groups_ready;
 
   moe_impl::GatherArgs ga;
   ga.mode = p.mode == MoeMode::kW4A16 ? moe_impl::GatherMode::kCopy

@@ -77,6 +77,10 @@ struct PermuteArgs {
   int32_t* error_flag = nullptr;  // [1]: kBadExpertId | kGroupOverflow bits
   int32_t* chunk_counts = nullptr;  // multi-kernel path: [chunks][e_local]
   int32_t* chunk_flags = nullptr;   // multi-kernel path: [chunks]
+  // Fused path: block 0 triggers its programmatic dependents only after publishing offsets, active
+  // and num_active (with a fence), so that kernels two launches later may read them before their own
+  // wait (GroupedGemmParams::groups_ready). Otherwise every block triggers at its start.
+  bool publish_before_trigger = false;
 };
 
 struct GatherArgs {

@@ -156,11 +156,14 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
   __shared__ int offs_s[kFusedMaxExperts];
   __shared__ unsigned long long scan_s[kPermuteWarps];
 
-  // Let the FC1 GEMM launch now (it waits for this grid's completion before reading anything).
-  quant::pdl_launch_dependents();
+  // Let the FC1 GEMM launch now (it waits for this grid's completion before reading anything);
+  // with publish_before_trigger block 0 triggers only once it has published the group list (below):
+  // the FC2 GEMM relies on that to read it before its own wait (GroupedGemmParams::groups_ready).
   const int tid = threadIdx.x;
   const int n = a.n, e_local = a.e_local;
   const bool publish = blockIdx.x == 0;
+  const bool late_trigger = publish && a.publish_before_trigger;
+  if (!late_trigger) quant::pdl_launch_dependents();
   const int span = span_for(n, kPermuteWarps);
   const int nw = ceil_div_i(n, span);
   for (int i = tid; i < nw * e_local; i += kPermuteThreads) table[i] = 0;
@@ -190,7 +193,9 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
     *a.num_active = int(uint32_t(total));
     *a.error_flag = (any_bad ? kBadExpertId : 0) | (overflow ? kGroupOverflow : 0);
   }
+  if (late_trigger) __threadfence();  // the group list is visible device-wide before the trigger
   __syncthreads();
+  if (late_trigger) quant::pdl_launch_dependents();
 
   // Rows.
   {

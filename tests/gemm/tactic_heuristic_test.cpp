@@ -129,10 +129,13 @@ TEST(TacticTables, EveryTacticIsInstantiated) {
   g.b_prepacked = g_fake;
   g.alpha = reinterpret_cast<const float*>(g_fake);
   g.d = g_fake;
-  for (int id = 0; id < grouped_gemm_tactic_count(); ++id) {
-    g.tactic = id;
-    const Status s = grouped_gemm_can_implement(g);
-    EXPECT_TRUE(s.is_ok()) << grouped_gemm_tactic(id)->name << ": " << s.to_string();
+  for (bool ready : {false, true}) {  // groups_ready picks other dp instantiations where they exist
+    g.groups_ready = ready;
+    for (int id = 0; id < grouped_gemm_tactic_count(); ++id) {
+      g.tactic = id;
+      const Status s = grouped_gemm_can_implement(g);
+      EXPECT_TRUE(s.is_ok()) << grouped_gemm_tactic(id)->name << " ready " << ready << ": " << s.to_string();
+    }
   }
 }
 

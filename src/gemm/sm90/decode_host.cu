@@ -160,6 +160,12 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
 namespace {
 
 sm90::DecodeKernelFn grouped_kernel_for(const GroupedTactic& t, const GroupedGemmParams& p) {
+  if (t.dp && p.groups_ready) {
+    sm90::DecodeKernelFn fn = p.a_dtype == DType::kBF16
+                                  ? sm90::decode_dp_ready_kernel_for<__nv_bfloat16>(t.nt, t.rows, t.unroll)
+                                  : sm90::decode_dp_ready_kernel_for<__half>(t.nt, t.rows, t.unroll);
+    if (fn) return fn;
+  }
   if (t.dp) {
     if (p.a_dtype == DType::kBF16) return sm90::decode_dp_kernel_for<__nv_bfloat16, __nv_bfloat16, true>(t.nt, t.rows, t.unroll);
     return sm90::decode_dp_kernel_for<__half, __half, true>(t.nt, t.rows, t.unroll);

@@ -475,9 +475,13 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 // shared memory. kw is chosen so every warp streams several load groups (long K: 8 warps per row
 // block; K = 512: one warp per row block and no reduction). No workspace, no counters, no atomics:
 // for layers with enough row blocks to fill the GPU this removes the stream-K fix-up and its memset
-// from the critical path.
-template <typename T, typename OutT, int NT, int R, int U, bool G = false>
-__global__ void __launch_bounds__(kDecodeWarps * 32, decode_min_ctas_per_sm<NT, R, G>())
+// from the critical path. kReady (grouped only): the group list is final before the launch
+// (GroupedGemmParams::groups_ready), so the view and the first weights are read before the wait; a
+// separate instantiation at 2 CTAs/SM (its first load group stays live across the wait: at 80
+// registers it spilled and lost to the plain kernel; H100 session 5), so that the other grouped
+// kernels keep their register allocation.
+template <typename T, typename OutT, int NT, int R, int U, bool G = false, bool kReady = false>
+__global__ void __launch_bounds__(kDecodeWarps * 32, kReady ? 2 : decode_min_ctas_per_sm<NT, R, G>())
     decode_dp_kernel(const DecodeGemmArgs args) {
   constexpr int kAcc = R * NT * 4;
   __shared__ float partial[kDecodeWarps][kAcc][32];
@@ -491,12 +495,14 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, decode_min_ctas_per_sm<NT, 
   int64_t cta = blockIdx.x;
   DecodeView view{};
   if constexpr (G) {
-    // Programmatic dependent launch (no-ops without it): the group offsets, the active list and the
-    // activations come from the previous kernel, so wait before anything.
+    // Programmatic dependent launch (no-ops without it): let the next kernel launch at once (its
+    // early launch is worth up to 14 % at MoE T = 16, docs/PERF.md session 5). The activations come
+    // from the previous kernel; the group list (offsets, active) too, unless kReady: then the
+    // group view, and with it the first weights, are read before the wait.
     grid_launch_dependents();
-    grid_dependency_wait();
     const int64_t slot = cta / ctas_per_slot;
     cta -= slot * ctas_per_slot;
+    if constexpr (!kReady) grid_dependency_wait();
     view = group_view<T, OutT>(args, slot);
     if (tok0 >= view.m) return;  // the whole CTA: inactive slot, or no rows in this token tile
   }
@@ -507,21 +513,22 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, decode_min_ctas_per_sm<NT, 
 
   float acc[R][NT][4];
   zero_acc(acc);
-  if constexpr (!G) {
+  if constexpr (!G || kReady) {
     // Programmatic dependent launch (GemmParams::enable_pdl; no-ops otherwise): let the next kernel
-    // launch as our CTAs retire, and request the first group of weights (not written by the
-    // previous kernel: API contract) before waiting for it; activations, alpha and D after.
-    grid_launch_dependents();
+    // launch at once and request the first group of weights (not written by the previous kernel:
+    // API contract) before waiting for it; activations, alpha and D after (grouped: alpha is an
+    // input of the call, read with the view).
+    if constexpr (!G) grid_launch_dependents();
     int64_t j = j_begin;
     const bool early = j + U <= min(j_end, full_chunks(args));
     RowBlockStream<T, NT, R, U> st;
     WeightRegs<R, U> w;
     if (early) {
-      st.bind_weights(args, args.b_codes, args.b_scales, rb, j, lane);
+      st.bind_weights(args, G ? view.b_codes : args.b_codes, G ? view.b_scales : args.b_scales, rb, j, lane);
       st.load_weights(w);
     }
     grid_dependency_wait();
-    view = dense_view(args);
+    if constexpr (!G) view = dense_view(args);
     if (early) {
       st.bind_activations(args, view, j, tok0, lane);
       st.compute(w, acc);

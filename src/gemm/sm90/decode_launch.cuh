@@ -54,4 +54,12 @@ DecodeKernelFn decode_dp_kernel_for(int nt, int r, int u) {
   return nullptr;
 }
 
+// Grouped dp kernels that read the group list before the PDL wait (GroupedGemmParams::groups_ready;
+// the MoE's FC2 at small T), or null for configurations without such an instantiation.
+template <typename T>
+DecodeKernelFn decode_dp_ready_kernel_for(int nt, int r, int u) {
+  if (nt == 1 && r == 2 && u == 4) return &decode_dp_kernel<T, T, 1, 2, 4, true, true>;
+  return nullptr;
+}
+
 }  // namespace fp4kit::gemm_impl::sm90
