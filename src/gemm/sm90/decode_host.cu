@@ -49,27 +49,30 @@ struct DecodeGeometry {
   int dp_kw = 8;  // dp: warps per row block
 };
 
+int sm_count() { return device_info().available ? device_info().sm_count : 132; }
+
 // Geometry of one launch: `slots` copies of the n x k unit list (1 in dense mode), token tiles
-// covering `token_rows` rows, kernel `fn` (for its occupancy). dp_kw > 0 overrides the dp kernel's
-// warps per row block.
-DecodeGeometry decode_geometry(sm90::DecodeKernelFn fn, int nt, int rows, bool dp, int64_t n, int64_t k,
-                               int64_t token_rows, int64_t slots, int dp_kw = 0) {
+// covering `token_rows` rows, kernel `fn` (for its occupancy). `grouped` (grouped mode) feeds the
+// dp kernel's warps-per-row-block model with the group count and the routed rows (tactics.h).
+DecodeGeometry decode_geometry(sm90::DecodeKernelFn fn, int nt, int rows, int unroll, bool dp, int64_t n, int64_t k,
+                               int64_t token_rows, int64_t slots, const GroupedGemmParams* grouped = nullptr) {
   DecodeGeometry g;
   g.row_blocks = (n + 16 * rows - 1) / (16 * rows);
   g.token_groups = std::max<int64_t>(1, (token_rows + nt * 8 - 1) / (nt * 8));
   g.k_chunks = prepacked_shape(n, k).k_chunks;
   g.units = slots * g.row_blocks * g.k_chunks;
   if (dp) {  // per slot, CTAs of 8 / kw row blocks; partial sums stay in shared memory
-    const int sms = device_info().available ? device_info().sm_count : 132;
-    g.dp_kw = dp_kw > 0 ? dp_kw : int(dense_dp_warps_per_row_block(g.row_blocks, g.k_chunks, sms));
+    const int sms = sm_count();
+    g.dp_kw = grouped ? grouped_dp_warps_per_row_block(grouped->groups, grouped->max_rows, g.row_blocks, g.k_chunks,
+                                                       unroll, sms, fn ? ctas_per_sm(fn) : 1)
+                      : int(dense_dp_warps_per_row_block(g.row_blocks, g.k_chunks, sms));
     g.ctas = slots * ((g.row_blocks + sm90::kDecodeWarps / g.dp_kw - 1) / (sm90::kDecodeWarps / g.dp_kw));
     g.warps = g.ctas * sm90::kDecodeWarps;
     g.partial_floats = 0;
     g.counters = 0;
     return g;
   }
-  const int sms = device_info().available ? device_info().sm_count : 132;
-  const int64_t resident = int64_t(sms) * (fn ? ctas_per_sm(fn) : 1);
+  const int64_t resident = int64_t(sm_count()) * (fn ? ctas_per_sm(fn) : 1);
   g.ctas = std::max<int64_t>(1, std::min(resident, (g.units + sm90::kDecodeWarps - 1) / sm90::kDecodeWarps));
   g.warps = std::min(g.ctas * sm90::kDecodeWarps, g.units);
   g.partial_floats = g.token_groups * g.warps * 2 * 32 * (rows * nt * 4);
@@ -78,7 +81,7 @@ DecodeGeometry decode_geometry(sm90::DecodeKernelFn fn, int nt, int rows, bool d
 }
 
 DecodeGeometry geometry(const Tactic& t, const GemmParams& p) {
-  return decode_geometry(kernel_for(t, p), t.nt, t.rows, t.dp, p.n, p.k, p.m, 1);
+  return decode_geometry(kernel_for(t, p), t.nt, t.rows, t.unroll, t.dp, p.n, p.k, p.m, 1);
 }
 
 // The argument fields both modes share; the workspace holds [partials][counters].
@@ -114,8 +117,7 @@ Status decode_run(sm90::DecodeKernelFn fn, const DecodeGeometry& g, const sm90::
   // A grid with fewer CTAs than SMs does not take PDL: the next grid's CTAs, launched early into the
   // free slots, doubled up on some SMs and left others idle (H100: 4096x14336 M=8, 128 CTAs,
   // 21.3 -> 26.7 us per call in graph replay with PDL).
-  const int sms = device_info().available ? device_info().sm_count : 132;
-  pdl = pdl && g.ctas * g.token_groups >= sms;
+  pdl = pdl && g.ctas * g.token_groups >= sm_count();
   const cudaError_t e = launch_kernel(fn, dim3(unsigned(g.ctas), unsigned(g.token_groups)),
                                       dim3(sm90::kDecodeWarps * 32), 0, stream, pdl, a);
   return detail::cuda_status(e == cudaSuccess ? cudaGetLastError() : e, (api + ": launch " + tactic).c_str());
@@ -181,14 +183,8 @@ int64_t grouped_slots(const GroupedGemmParams& p) { return std::max<int64_t>(1, 
 DecodeGeometry grouped_geometry(const GroupedTactic& t, const GroupedGemmParams& p) {
   // max_group_rows == 0: unknown, any group may hold all rows.
   const int64_t group_rows = p.max_group_rows > 0 ? std::min(p.max_group_rows, p.max_rows) : p.max_rows;
-  const sm90::DecodeKernelFn fn = grouped_kernel_for(t, p);
-  int kw = 0;
-  if (t.dp && fn) {  // warps per row block from the active-group estimate (tactics.h)
-    const int sms = device_info().available ? device_info().sm_count : 132;
-    kw = grouped_dp_warps_per_row_block(p.groups, p.max_rows, (p.n + 16 * t.rows - 1) / (16 * t.rows),
-                                        prepacked_shape(p.n, p.k).k_chunks, t.unroll, sms, ctas_per_sm(fn));
-  }
-  return decode_geometry(fn, t.nt, t.rows, t.dp, p.n, p.k, group_rows, grouped_slots(p), kw);
+  return decode_geometry(grouped_kernel_for(t, p), t.nt, t.rows, t.unroll, t.dp, p.n, p.k, group_rows,
+                         grouped_slots(p), &p);
 }
 
 }  // namespace
