@@ -60,6 +60,8 @@ struct DequantizeParams {
   ScaleLayout scale_layout = ScaleLayout::kSwizzled128x4;
   int64_t rows = 0;
   int64_t cols = 0;
+  int64_t element_row_stride = 0;   // elements (codes) between rows of `elements`; 0 means cols;
+                                    // a multiple of the block size (16 or 32)
   // NVFP4 only: the FP32 *decode* global scale (1/gs, or ws2), one value or one per row; may be
   // null for 1.0.
   const float* decode_global_scale = nullptr;

@@ -13,6 +13,7 @@ Status stage_activations(GemmParams& p, void* workspace, cudaStream_t stream) {
   dq.scale_layout = ScaleLayout::kSwizzled128x4;
   dq.rows = p.m;
   dq.cols = p.k;
+  dq.element_row_stride = p.lda;  // 0: k
   dq.output = workspace;
   dq.output_dtype = operand_type(p);
   dq.output_row_stride = p.k;

@@ -12,7 +12,7 @@ const std::vector<Tactic>& tactic_table() {
     std::vector<Tactic> t;
     struct DecodeConfig { int nt, rows, unroll; };
     struct WgmmaConfig { int block_n, block_m, stages; };
-    auto add_decode = [&t](std::initializer_list<DecodeConfig> configs, bool dp) {
+    auto add_decode = [&t](std::initializer_list<DecodeConfig> configs, bool dp, bool frag_a = false) {
       for (const DecodeConfig& c : configs) {
         Tactic x;
         x.id = int(t.size());
@@ -21,12 +21,13 @@ const std::vector<Tactic>& tactic_table() {
         x.rows = c.rows;
         x.unroll = c.unroll;
         x.dp = dp;
-        x.name = std::string(dp ? "decode_dp_m" : "decode_m") + std::to_string(x.nt * 8) + "_r" +
+        x.frag_a = frag_a;
+        x.name = std::string(frag_a ? "decode_dpf_m" : dp ? "decode_dp_m" : "decode_m") + std::to_string(x.nt * 8) + "_r" +
                  std::to_string(16 * x.rows) + "_u" + std::to_string(x.unroll);
         t.push_back(x);
       }
     };
-    auto add_wgmma = [&t](std::initializer_list<WgmmaConfig> configs) {
+    auto add_wgmma = [&t](std::initializer_list<WgmmaConfig> configs, bool stream_k = false) {
       for (const WgmmaConfig& c : configs) {
         Tactic x;
         x.id = int(t.size());
@@ -34,8 +35,9 @@ const std::vector<Tactic>& tactic_table() {
         x.block_n = c.block_n;
         x.block_m = c.block_m;
         x.stages = c.stages;
+        x.stream_k = stream_k;
         x.name = "wgmma_w4a16_" + std::to_string(x.block_n) + "x" + std::to_string(x.block_m) + "_s" +
-                 std::to_string(x.stages);
+                 std::to_string(x.stages) + (stream_k ? "_sk" : "");
         t.push_back(x);
       }
     };
@@ -50,6 +52,13 @@ const std::vector<Tactic>& tactic_table() {
     // Small token tiles of the wgmma family (wgmma N = 16, 32; split-K when the tiles do not fill
     // the SMs).
     add_wgmma({{128, 16, 8}, {128, 32, 8}, {256, 16, 8}, {256, 32, 8}});
+    // dp decode with A arranged in B-fragment order first (16 and 32 tokens per pass: the row-major
+    // B-fragment gathers of 16-token tiles saturate L1).
+    add_decode({{2, 1, 4}, {2, 2, 2}, {4, 1, 4}, {4, 2, 2}}, true, true);
+    // The wgmma tiles with stream-K (same kernels; every SM streams the same number of k chunks).
+    add_wgmma({{128, 32, 8}, {256, 32, 8}, {128, 64, 6}, {128, 128, 4}, {256, 128, 4}, {128, 256, 4}}, true);
+    // 8-token dp tiles on A in fragment order.
+    add_decode({{1, 1, 4}, {1, 2, 4}}, true, true);
     return t;
   }();
   return table;
@@ -68,7 +77,8 @@ static int decode_id(int nt, int rows, int u) {
 
 static int wgmma_id(int block_n, int block_m, int stages) {
   for (const Tactic& t : tactic_table())
-    if (t.family == Family::kWgmma && t.block_n == block_n && t.block_m == block_m && t.stages == stages) return t.id;
+    if (t.family == Family::kWgmma && !t.stream_k && t.block_n == block_n && t.block_m == block_m && t.stages == stages)
+      return t.id;
   return -1;
 }
 
@@ -99,7 +109,13 @@ static int wgmma_heuristic(const GemmParams& p, int sm_count) {
 
 static int decode_dp_id(int nt, int rows, int u) {
   for (const Tactic& t : tactic_table())
-    if (t.family == Family::kDecode && t.dp && t.nt == nt && t.rows == rows && t.unroll == u) return t.id;
+    if (t.family == Family::kDecode && t.dp && !t.frag_a && t.nt == nt && t.rows == rows && t.unroll == u) return t.id;
+  return -1;
+}
+
+static int decode_dpf_id(int nt, int rows, int u) {
+  for (const Tactic& t : tactic_table())
+    if (t.family == Family::kDecode && t.frag_a && t.nt == nt && t.rows == rows && t.unroll == u) return t.id;
   return -1;
 }
 
@@ -120,9 +136,7 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   // H100, W4A16, M = 1..16 over the bench shapes (docs/PERF.md, session 2): one CTA per 16- or
   // 32-row block, K split over its 8 warps, beats stream-K over warps everywhere there are enough
   // CTAs (8192x8192 M=1: 20.7 vs 29.0 us; 4096x4096: 9.3 vs 18.9 us); 32-row blocks from 5 tokens
-  // on (8-token tiles with two row tiles share their activation loads). For M = 9..16 the dense
-  // GEMM now takes the wgmma small token tiles first (small_m_wgmma_heuristic); m16_r32 remains the
-  // dp choice for callers that ask this function directly.
+  // on (8-token tiles with two row tiles share their activation loads).
   const int64_t slots = 2 * int64_t(sm_count > 0 ? sm_count : 132);
   if (m > 16) return -1;
   // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
@@ -133,10 +147,18 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   // 28672x4096 35.5 vs 39.5 for r32; 4096x4096 9.95 vs 11.1 and 4096x14336 20.1 vs 23.0 for r16;
   // session 5, M = 5: 4096x4096 6.9 vs 8.2 us, 4096x14336 15.9 vs 18.2 for r16).
   const bool r32 = (rows + 31) / 32 * kw / 8 >= slots / 2;
-  // 9..16 tokens: one 16-token tile when its CTAs cover every SM, else two 8-token tiles (twice the
-  // CTAs; the second pass over the weights mostly hits L2): session 5, M = 12 / 16, 6144x4096
-  // 11.8 / 13.5 us (m16) vs 14.9 / 16.8 (2 x m8); 4096x4096 10.4 / 11.0 (m16) vs 8.6 / 9.6 (2 x m8).
-  if (m > 8) return r32 ? decode_dp_id(2, 2, 2) : decode_dp_id(1, 2, 4);
+  // 9..16 tokens: one 16-token tile reading A in B-fragment order (arranged first), 32-row blocks
+  // when their CTAs cover every SM, else 16-row blocks with 4-chunk load groups. H100 session 6,
+  // graph replay, M = 9..16 (docs/PERF.md): 8192x28672 54.2-54.7 us vs 55.0-58.1 for the best
+  // earlier tactic, 8192x8192 18.6-18.9 vs 18.2-23.4, 6144x4096 9.9-10.0 vs 10.4-13.6, 4096x4096
+  // 8.4-8.6 vs 8.5-9.6 (r16), 4096x14336 19.1-19.7 vs 21.6 (r16); 28672x4096 29.2-29.5 vs 28.9-29.1
+  // for wgmma 256x16 (the one shape that loses, by 1.5 %).
+  if (m > 8) return r32 ? decode_dpf_id(2, 2, 2) : decode_dpf_id(2, 1, 4);
+  // 6..8 tokens: the 8-token tile on A in fragment order as well; below that the arrangement kernel
+  // costs more than the 8 token rows' gathers (H100 session 6, graph replay, M = 8 vs M = 4:
+  // 8192x28672 49.7 vs 51.1 us but 49.4 vs 48.3; 8192x8192 16.9 vs 17.3 but 16.7 vs 15.8; 4096x14336
+  // 16.9 vs 20.6; 4096x4096 7.3 vs 8.3 but 7.2 vs 6.5; W4A4 at M = 8 3-20 % faster).
+  if (m >= 6) return decode_dpf_id(1, r32 ? 2 : 1, 4);
   return decode_dp_id(1, r32 ? 2 : 1, 4);
 }
 
@@ -201,9 +223,12 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
 // 6144x4096 11.6 / 13.3 us vs 15.5 / 15.2 for the best wgmma tile, 4096x4096 10.3 / 10.9 vs
 // 11.6 / 11.6, 8192x8192 20.4 / 23.5 vs 23.3 / 23.5); long K (4096x14336, 8192x28672) and wide N
 // (28672x4096) keep the wgmma tiles.
+// Session 6: 9..16 tokens take the dp decode family whenever its CTAs fill the GPU (A in fragment
+// order, decode_dp_heuristic), whatever K and N.
 static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
   if (p.m > 128) return -1;
   if (p.m <= 8) return -1;
+  if (p.m <= 16 && decode_dp_heuristic(p.m, p.n, p.k, sms) >= 0) return -1;
   if (p.m <= 16 && p.k <= 8192 && p.n <= 8192) return -1;
   if (p.m <= 32) {
     const int bm = p.m <= 16 ? 16 : 32;

@@ -20,10 +20,12 @@ struct Tactic {
   int rows = 0;    // 16-row tiles per warp work unit
   int unroll = 0;  // chunks per load group
   bool dp = false;  // data-parallel row blocks with split-K inside the CTA (else stream-K over warps)
+  bool frag_a = false;  // dp only: A arranged in B-fragment order first (gemm/fragment_activations.h)
   // wgmma family
   int block_n = 0;  // weight rows per CTA (the wgmma M side)
   int block_m = 0;  // tokens per CTA (the wgmma N side)
   int stages = 0;
+  bool stream_k = false;  // stream-K over (tile, k chunk) units instead of tiles + split-K
   std::string name;
 };
 

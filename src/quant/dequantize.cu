@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(kDqThreads) dequantize_kernel(const DequantKer
       e[j] = make_uint2(0u, 0u);
       sf[j] = 0;
       if (r[j] < p.rows) {
-        e[j] = load_unit<kEB, kVec>(p.elements + (r[j] * UR + cc[j]) * kEB);
+        e[j] = load_unit<kEB, kVec>(p.elements + r[j] * p.element_row_bytes + cc[j] * kEB);
         const int64_t g = cc[j] >> kLog2Upi;
         sf[j] = __ldg(p.scales +
                       sf_offset(p.layout, r[j], kFormat == BlockFormat::kNVFP4 ? g : (g >> 1), p.padded_cols));
@@ -273,6 +273,9 @@ Status dequantize(const DequantizeParams& p, cudaStream_t stream) {
       .positive(p.cols, "cols");
   if (c.ok()) c.multiple_of(p.cols, block_size(p.format), "cols", "block size of the format");
   check_stride(c, p.output_row_stride, p.cols, "output_row_stride");
+  check_stride(c, p.element_row_stride, p.cols, "element_row_stride");
+  if (c.ok() && p.element_row_stride != 0)
+    c.multiple_of(p.element_row_stride, block_size(p.format), "element_row_stride", "block size of the format");
   c.dtype_in(p.output_dtype, {DType::kBF16, DType::kFP16, DType::kFP32}, "output");
   check_layout(c, p.scale_layout, "scale_layout");
   if (c.ok() && p.format != BlockFormat::kNVFP4) {
@@ -294,7 +297,8 @@ Status dequantize(const DequantizeParams& p, cudaStream_t stream) {
 
   DequantKernelParams k{};
   k.elements = static_cast<const uint8_t*>(p.elements);
-  k.element_row_bytes = p.format == BlockFormat::kMXFP8 ? p.cols : p.cols / 2;
+  const int64_t element_stride = resolve_stride(p.element_row_stride, p.cols);
+  k.element_row_bytes = p.format == BlockFormat::kMXFP8 ? element_stride : element_stride / 2;
   k.scales = static_cast<const uint8_t*>(p.scales);
   k.layout = p.scale_layout;
   k.padded_cols = shape.padded_cols;

@@ -34,6 +34,9 @@ Status dequantize(const DequantizeParams& p) {
       .positive(p.cols, "cols");
   if (c.ok()) c.multiple_of(p.cols, block_size(p.format), "cols", "block size of the format");
   detail::check_stride(c, p.output_row_stride, p.cols, "output_row_stride");
+  detail::check_stride(c, p.element_row_stride, p.cols, "element_row_stride");
+  if (c.ok() && p.element_row_stride != 0)
+    c.multiple_of(p.element_row_stride, block_size(p.format), "element_row_stride", "block size of the format");
   c.dtype_in(p.output_dtype, {DType::kBF16, DType::kFP16, DType::kFP32}, "output");
   detail::check_layout(c, p.scale_layout, "scale_layout");
   if (c.ok() && p.format != BlockFormat::kNVFP4) {
@@ -54,7 +57,8 @@ Status dequantize(const DequantizeParams& p) {
   const int64_t padded_cols = scale_shape(p.scale_layout, p.rows, sf_cols).padded_cols;
   const auto* elements = static_cast<const uint8_t*>(p.elements);
   const auto* scales = static_cast<const uint8_t*>(p.scales);
-  const int64_t row_bytes = p.format == BlockFormat::kMXFP8 ? cols : cols / 2;
+  const int64_t element_stride = detail::resolve_stride(p.element_row_stride, cols);
+  const int64_t row_bytes = p.format == BlockFormat::kMXFP8 ? element_stride : element_stride / 2;
   const int64_t grain = cols >= 65536 ? 1 : 65536 / cols;
 
   detail::parallel_for(p.rows, grain, [&](int64_t r0, int64_t r1) {

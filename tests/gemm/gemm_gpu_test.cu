@@ -89,6 +89,7 @@ struct Case {
   int64_t m, n, k;
   DType a_dtype, d_dtype;
   bool bias;
+  int64_t lda_pad = 0;  // A rows are k + lda_pad elements apart, the gap filled with NaN (0xff codes)
 };
 
 // Runs every tactic that can implement the case; returns the number of tactics run.
@@ -144,11 +145,25 @@ int run_case(const Case& c, uint32_t seed) {
 
   DeviceBuffer<uint16_t> a_dev(w4a4 ? 1 : a16.size());
   DeviceBuffer<uint8_t> a_codes(w4a4 ? qa.codes.size() : 1), a_scales(w4a4 ? qa.scales.size() : 1);
+  const int64_t lda = c.k + c.lda_pad;
+  DeviceBuffer<uint8_t> a_codes_strided(w4a4 && c.lda_pad ? c.m * lda / 2 : 1);
   if (w4a4) {
     a_codes.upload(qa.codes);
     a_scales.upload(qa.scales);
-  } else {
+    if (c.lda_pad) {
+      std::vector<uint8_t> padded(size_t(c.m * lda / 2), uint8_t(0xff));
+      for (int64_t r = 0; r < c.m; ++r)
+        std::copy_n(qa.codes.begin() + r * c.k / 2, c.k / 2, padded.begin() + r * lda / 2);
+      a_codes_strided.upload(padded);
+    }
+  } else if (c.lda_pad == 0) {
     a_dev.upload(a16);
+  }
+  DeviceBuffer<uint16_t> a_strided(c.lda_pad ? c.m * lda : 1);
+  if (!w4a4 && c.lda_pad) {
+    std::vector<uint16_t> padded(size_t(c.m * lda), uint16_t(0xffff));
+    for (int64_t r = 0; r < c.m; ++r) std::copy_n(a16.begin() + r * c.k, c.k, padded.begin() + r * lda);
+    a_strided.upload(padded);
   }
   DeviceBuffer<float> alpha_dev(1);
   alpha_dev.upload({alpha});
@@ -159,7 +174,8 @@ int run_case(const Case& c, uint32_t seed) {
   GemmParams gp;
   gp.m = c.m, gp.n = c.n, gp.k = c.k;
   gp.a_dtype = c.a_dtype;
-  gp.a = w4a4 ? static_cast<const void*>(a_codes.ptr) : a_dev.ptr;
+  gp.a = w4a4 ? (c.lda_pad ? a_codes_strided.ptr : a_codes.ptr) : c.lda_pad ? static_cast<const void*>(a_strided.ptr) : a_dev.ptr;
+  gp.lda = lda;
   gp.a_scales = w4a4 ? a_scales.ptr : nullptr;
   gp.b_prepacked = packed.ptr;
   gp.b_prepacked_bytes = packed_bytes;
@@ -222,6 +238,9 @@ TEST(GemmGpu, W4A16RaggedAllTactics) {
       if (HasFailure()) return;
     }
   total += run_case({5, 260, 528, DType::kFP16, DType::kFP16, true}, seed++);
+  // Strided A (lda > k): every tactic, the fragment-order arrangement included, reads rows at lda.
+  total += run_case({13, 200, 1040, DType::kBF16, DType::kBF16, true, 24}, seed++);
+  total += run_case({29, 64, 80, DType::kFP16, DType::kFP16, false, 8}, seed++);
   EXPECT_GT(total, 0);
 }
 
@@ -254,6 +273,9 @@ TEST(GemmGpu, W4A4RaggedAllTactics) {
       EXPECT_GT(run_case({m, n, k, DType::kE2M1x2, m == 17 ? DType::kFP16 : DType::kBF16, true}, seed++), 0);
       if (HasFailure()) return;
     }
+  // Strided A (lda = k + 64): staging, the fragment-order decode and every tactic read rows at lda.
+  EXPECT_GT(run_case({13, 300, 1056, DType::kE2M1x2, DType::kBF16, true, 64}, seed++), 0);
+  EXPECT_GT(run_case({9, 200, 544, DType::kE2M1x2, DType::kFP16, false, 32}, seed++), 0);
 }
 
 TEST(GemmApi, RejectsBadArguments) {

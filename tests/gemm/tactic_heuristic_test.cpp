@@ -37,18 +37,23 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(1, 4096, 4096), "decode_dp_m8_r16_u4");
   EXPECT_EQ(pick(1, 4096, 14336), "decode_dp_m8_r16_u4");
   EXPECT_EQ(pick(5, 4096, 14336), "decode_dp_m8_r16_u4");
-  EXPECT_EQ(pick(8, 8192, 8192), "decode_dp_m8_r32_u4");
   EXPECT_EQ(pick(1, 28672, 4096), "decode_dp_m8_r32_u4");
-  EXPECT_EQ(pick(8, 28672, 4096), "decode_dp_m8_r32_u4");
-  // 9..32: small token tiles; 256 rows when the K ranges stay long ...
-  EXPECT_EQ(pick(16, 8192, 28672), "wgmma_w4a16_256x16_s8");
-  EXPECT_EQ(pick(16, 4096, 14336), "wgmma_w4a16_128x16_s8");
-  EXPECT_EQ(pick(12, 28672, 4096), "wgmma_w4a16_256x16_s8");
-  // ... except 9..16 tokens with K and N <= 8192: the dp decode family's 16-token tile.
-  // (one 16-token tile when its CTAs cover the SMs, else two 8-token tiles).
-  EXPECT_EQ(pick(12, 8192, 8192), "decode_dp_m16_r32_u2");
-  EXPECT_EQ(pick(16, 6144, 4096), "decode_dp_m16_r32_u2");
-  EXPECT_EQ(pick(16, 4096, 4096), "decode_dp_m8_r32_u4");
+  // 6..8 tokens: the same tiles on A in fragment order.
+  EXPECT_EQ(pick(8, 8192, 8192), "decode_dpf_m8_r32_u4");
+  EXPECT_EQ(pick(8, 28672, 4096), "decode_dpf_m8_r32_u4");
+  EXPECT_EQ(pick(6, 4096, 14336), "decode_dpf_m8_r16_u4");
+  // 9..16: the dp decode family's 16-token tile on A in fragment order wherever its CTAs fill the
+  // GPU (32-row blocks when those still cover the SMs, else 16-row blocks) ...
+  EXPECT_EQ(pick(16, 8192, 28672), "decode_dpf_m16_r32_u2");
+  EXPECT_EQ(pick(12, 28672, 4096), "decode_dpf_m16_r32_u2");
+  EXPECT_EQ(pick(12, 8192, 8192), "decode_dpf_m16_r32_u2");
+  EXPECT_EQ(pick(16, 6144, 4096), "decode_dpf_m16_r32_u2");
+  EXPECT_EQ(pick(16, 4096, 14336), "decode_dpf_m16_r16_u4");
+  EXPECT_EQ(pick(9, 4096, 4096), "decode_dpf_m16_r16_u4");
+  // ... narrow layers: stream-K decode for K <= 8192, else the wgmma small tiles with split-K.
+  EXPECT_EQ(pick(16, 1024, 4096), "decode_m16_r32_u2");
+  EXPECT_EQ(pick(16, 1024, 28672), "wgmma_w4a16_128x16_s8");
+  // 17..32: small token tiles; 256 rows when the K ranges stay long.
   EXPECT_EQ(pick(32, 28672, 4096), "wgmma_w4a16_256x32_s8");
   EXPECT_EQ(pick(17, 4096, 4096), "wgmma_w4a16_128x32_s8");
   // 33..64: 128x64 unless its split K ranges get short.

@@ -53,12 +53,13 @@ TEST(DequantizeGpu, MatchesReference) {
         const ScaleLayout l = kLayouts[i % 3];
         const int64_t rows = s[0], cols = s[1];
         const int64_t stride = (i % 2) ? cols + 8 : 0;
+        const int64_t el_stride = (i % 4 == 1) ? cols + 32 : 0;  // input rows apart (0: cols)
         const int mode = i % 3;  // NVFP4: no dgs / per-tensor / per-row
         ++i;
         SCOPED_TRACE(std::string(block_format_name(f)) + " -> " + dtype_name(t) + " " + std::to_string(rows) + "x" +
                      std::to_string(cols) + " " + scale_layout_name(l) + " stride " + std::to_string(stride) +
-                     " mode " + std::to_string(mode));
-        std::vector<uint8_t> el(size_t(element_buffer_bytes(f, rows, cols)));
+                     " el_stride " + std::to_string(el_stride) + " mode " + std::to_string(mode));
+        std::vector<uint8_t> el(size_t(element_buffer_bytes(f, rows, el_stride ? el_stride : cols)));
         std::vector<uint8_t> sc(size_t(scale_buffer_bytes(f, l, rows, cols)));
         random_bytes(el, uint64_t(i));
         random_bytes(sc, uint64_t(i) * 31 + 1);
@@ -82,6 +83,7 @@ TEST(DequantizeGpu, MatchesReference) {
         p.scale_layout = l;
         p.rows = rows;
         p.cols = cols;
+        p.element_row_stride = el_stride;
         p.decode_global_scale = (f == BlockFormat::kNVFP4 && mode > 0) ? reinterpret_cast<float*>(d_dgs.get()) : nullptr;
         p.per_row_global_scale = f == BlockFormat::kNVFP4 && mode == 2;
         p.output = d_out.get();

@@ -176,6 +176,12 @@ TEST(QuantizeValidation, DequantizeArguments) {
   q.output_row_stride = 32;
   EXPECT_EQ(dq(q), StatusCode::kInvalidArgument);
   q = p;
+  q.element_row_stride = 32;  // < cols
+  EXPECT_EQ(dq(q), StatusCode::kInvalidArgument);
+  q = p;
+  q.element_row_stride = 72;  // not a multiple of the block size
+  EXPECT_EQ(dq(q), StatusCode::kInvalidArgument);
+  q = p;
   q.format = BlockFormat::kMXFP8;
   q.decode_global_scale = static_cast<const float*>(ptr(768));
   EXPECT_EQ(dq(q), StatusCode::kInvalidArgument);  // MX has no global scale

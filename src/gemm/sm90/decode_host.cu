@@ -7,8 +7,10 @@
 #include "common/cuda_check.h"
 #include "common/launch_kernel.h"
 #include "fp4kit/device.h"
-#include "gemm/stage_activations.h"
+#include "gemm/arrange_activations.h"
 #include "gemm/families.h"
+#include "gemm/fragment_activations.h"
+#include "gemm/stage_activations.h"
 #include "gemm/prepacked_layout.h"
 #include "gemm/tactics.h"
 #include "gemm/sm90/decode_launch.cuh"
@@ -17,6 +19,10 @@ namespace fp4kit::gemm_impl {
 namespace {
 
 sm90::DecodeKernelFn kernel_for(const Tactic& t, const GemmParams& p) {
+  if (t.frag_a) {
+    if (operand_type(p) == DType::kBF16) return sm90::decode_dpf_kernel_for<__nv_bfloat16, __nv_bfloat16>(t.nt, t.rows, t.unroll);
+    return sm90::decode_dpf_kernel_for<__half, __half>(t.nt, t.rows, t.unroll);
+  }
   if (t.dp) {
     if (operand_type(p) == DType::kBF16)
       return sm90::decode_dp_kernel_for<__nv_bfloat16, __nv_bfloat16, false>(t.nt, t.rows, t.unroll);
@@ -137,25 +143,47 @@ Status decode_can_implement(const Tactic& t, const GemmParams& p) {
   return Status::ok();
 }
 
-// Workspace: [staged A (W4A4 only)][partials][counters].
+namespace {
+// Workspace bytes of A in B-fragment order (frag_a tactics), a multiple of 256.
+size_t arranged_a_bytes(const Tactic& t, const GemmParams& p) {
+  return t.frag_a ? size_t(fragment_activation_shape(p.m, p.k).bytes()) : 0;
+}
+}  // namespace
+
+// Workspace: [A staged (W4A4) or arranged in fragment order (frag_a)][partials][counters].
 size_t decode_workspace_bytes(const Tactic& t, const GemmParams& p) {
   const DecodeGeometry g = geometry(t, p);
-  return staged_a_bytes(p) + size_t(g.partial_floats) * 4 + size_t(g.counters) * 4;
+  const size_t a_bytes = t.frag_a ? arranged_a_bytes(t, p) : staged_a_bytes(p);
+  return a_bytes + size_t(g.partial_floats) * 4 + size_t(g.counters) * 4;
 }
 
 Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, size_t workspace_bytes,
                      cudaStream_t stream) {
   const DecodeGeometry g = geometry(t, p_in);
   GemmParams p = p_in;
-  FP4KIT_RETURN_IF_ERROR(stage_activations(p, workspace, stream));
-  workspace = static_cast<uint8_t*>(workspace) + staged_a_bytes(p_in);
+  bool pdl = p_in.enable_pdl;
+  if (t.frag_a) {
+    // One kernel copies (W4A16) or decodes (W4A4) A into fragment order.
+    FP4KIT_RETURN_IF_ERROR(arrange_activations(p_in, workspace, stream));
+    p.a = workspace;
+    p.a_dtype = operand_type(p_in);
+    p.a_scales = nullptr;
+    p.lda = p.k;  // unused by the kernel in this mode
+    workspace = static_cast<uint8_t*>(workspace) + arranged_a_bytes(t, p_in);
+    // The GEMM depends on the arrangement, whose own wait covers the caller's kernels: it may always
+    // launch early (its weights were final before the arrangement started).
+    pdl = true;
+  } else {
+    FP4KIT_RETURN_IF_ERROR(stage_activations(p, workspace, stream));
+    workspace = static_cast<uint8_t*>(workspace) + staged_a_bytes(p_in);
+  }
   const PrepackedShape s = prepacked_shape(p.n, p.k);
   sm90::DecodeGemmArgs a = decode_args(g, p.n, p.k, p.a, p.lda, p.b_prepacked, p.alpha, p.d, p.ldd, workspace);
   a.m = int(p.m);
   a.b_scales = reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.b_prepacked) + s.code_bytes());
   a.bias = p.bias;
   // (W4A4: the staging kernel above is then the kernel this one depends on.)
-  return decode_run(kernel_for(t, p), g, a, stream, "gemm", t.name, p_in.enable_pdl);
+  return decode_run(kernel_for(t, p), g, a, stream, "gemm", t.name, pdl);
 }
 
 // ---- grouped mode (gemm/grouped.h) ------------------------------------------------------------------

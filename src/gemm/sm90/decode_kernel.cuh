@@ -24,8 +24,10 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "gemm/fragment_activations.h"
 #include "gemm/prepacked_layout.h"
 #include "gemm/sm90/fragment_decode.cuh"
+#include "gemm/sm90/stream_k.cuh"
 
 namespace fp4kit::gemm_impl::sm90 {
 
@@ -135,17 +137,6 @@ template <typename OutT>
 __device__ __forceinline__ float from_out(OutT v) {
   if constexpr (std::is_same_v<OutT, __nv_bfloat16>) return __bfloat162float(v);
   else return __half2float(v);
-}
-
-// First unit of warp w when `total` units are split over `warps` warps.
-__device__ __forceinline__ int64_t range_begin(int64_t total, int64_t warps, int64_t w) { return total * w / warps; }
-
-// The warp whose range contains unit u.
-__device__ __forceinline__ int64_t warp_of(int64_t total, int64_t warps, int64_t u) {
-  int64_t w = u * warps / total;
-  while (w + 1 < warps && range_begin(total, warps, w + 1) <= u) ++w;
-  while (w > 0 && range_begin(total, warps, w) > u) --w;
-  return w;
 }
 
 // Registers of one group of U chunks.
@@ -259,8 +250,11 @@ struct WeightRegs {
 // Its point is the instruction count: a group of unchecked loads is one immediate-offset load per
 // fragment plus one pointer increment per cursor (the checked path recomputes 64-bit addresses and
 // predicates per load, ~40 % of the loop's instructions).
-template <typename T, int NT, int R, int U>
+// kFragA: A is in B-fragment order (fragment_activations.h): a chunk's fragments of one token tile
+// are two 128-bit loads per lane instead of eight 32-bit ones.
+template <typename T, int NT, int R, int U, bool kFragA = false>
 struct RowBlockStream {
+  static constexpr int kActStride = kFragA ? 32 * kFragmentWordsPerLane : 32;  // words per chunk
   const uint4* codes[R];
   const uint2* scales[R];
   const unsigned int* act[NT];
@@ -278,11 +272,22 @@ struct RowBlockStream {
   // depends only on column n of B, and those columns are never stored.
   __device__ __forceinline__ void bind_activations(const DecodeGemmArgs& args, const DecodeView& v, int64_t j,
                                                    int tok0, int lane) {
+    if constexpr (kFragA) {
+      // Token tiles past the last read the last one (their MMA columns are never stored).
+      const int64_t last_tile = (v.m - 1) / 8;
+      const FragmentActivationShape s{last_tile + 1, args.k_chunks};
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const int tok = min(tok0 + nt * 8 + (lane >> 2), v.m - 1);
-      const T* row = static_cast<const T*>(v.a) + int64_t(tok) * args.lda + j * 64 + 2 * (lane & 3);
-      act[nt] = reinterpret_cast<const unsigned int*>(row);
+      for (int nt = 0; nt < NT; ++nt) {
+        const int64_t t = min(int64_t(tok0 / 8 + nt), last_tile);
+        act[nt] = static_cast<const unsigned int*>(v.a) + fragment_activation_word(s, t, j, lane, 0);
+      }
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int tok = min(tok0 + nt * 8 + (lane >> 2), v.m - 1);
+        const T* row = static_cast<const T*>(v.a) + int64_t(tok) * args.lda + j * 64 + 2 * (lane & 3);
+        act[nt] = reinterpret_cast<const unsigned int*>(row);
+      }
     }
   }
   __device__ __forceinline__ void load_weights(WeightRegs<R, U>& regs) const {
@@ -298,13 +303,26 @@ struct RowBlockStream {
   // hit L1 (every warp of the SM reads the same rows), so holding them for a whole group only
   // costs registers (H100, session 5: 0-5 % faster at M <= 8 than a group's activations at once).
   __device__ __forceinline__ void load_activations(int u, uint32_t (&act_regs)[NT][4][2]) const {
+    if constexpr (kFragA) {
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
+      for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        act_regs[nt][s][0] = __ldg(act[nt] + u * 32 + s * 8);
-        act_regs[nt][s][1] = __ldg(act[nt] + u * 32 + s * 8 + 4);
-      }
+        for (int q = 0; q < 2; ++q) {
+          const uint4 x = __ldg(reinterpret_cast<const uint4*>(act[nt] + u * kActStride) + q);
+          act_regs[nt][2 * q][0] = x.x;
+          act_regs[nt][2 * q][1] = x.y;
+          act_regs[nt][2 * q + 1][0] = x.z;
+          act_regs[nt][2 * q + 1][1] = x.w;
+        }
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          act_regs[nt][s][0] = __ldg(act[nt] + u * 32 + s * 8);
+          act_regs[nt][s][1] = __ldg(act[nt] + u * 32 + s * 8 + 4);
+        }
+    }
   }
   // Computes the group whose weights are in w, chunk by chunk.
   __device__ __forceinline__ void compute(const WeightRegs<R, U>& w, float (&acc)[R][NT][4]) const {
@@ -322,7 +340,7 @@ struct RowBlockStream {
       scales[r] += U * 8;
     }
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) act[nt] += U * 32;
+    for (int nt = 0; nt < NT; ++nt) act[nt] += U * kActStride;
   }
 };
 
@@ -330,26 +348,53 @@ struct RowBlockStream {
 __device__ __forceinline__ int64_t full_chunks(const DecodeGemmArgs& args) { return args.k / 64; }
 
 // Accumulates chunks [j, j_end) of row block rb: unchecked full groups, then the checked remainder.
-template <typename T, int NT, int R, int U>
+// kFragA: the arranged activations, like the prepacked weights, are zero-padded to whole chunks, so
+// every chunk is read unchecked; the last partial group goes chunk by chunk.
+template <typename T, int NT, int R, int U, bool kFragA = false>
 __device__ __forceinline__ void stream_row_block(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
                                                  int64_t j, int64_t j_end, int tok0, int lane,
                                                  float (&acc)[R][NT][4]) {
-  const int64_t j_full = min(j_end, full_chunks(args));
-  if (j + U <= j_full) {
-    RowBlockStream<T, NT, R, U> st;
-    st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
-    st.bind_activations(args, v, j, tok0, lane);
-    for (; j + U <= j_full; j += U) {
-      WeightRegs<R, U> w;
-      st.load_weights(w);
-      st.compute(w, acc);
-      st.advance();
+  if constexpr (kFragA) {
+    if (j + U <= j_end) {
+      RowBlockStream<T, NT, R, U, true> st;
+      st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
+      st.bind_activations(args, v, j, tok0, lane);
+      for (; j + U <= j_end; j += U) {
+        WeightRegs<R, U> w;
+        st.load_weights(w);
+        st.compute(w, acc);
+        st.advance();
+      }
     }
-  }
-  for (; j < j_end; j += U) {
-    ChunkRegs<NT, R, U> regs;
-    load_group<T, NT, R, U>(args, v, regs, rb, j, j_end, tok0, lane);
-    compute_group<T, NT, R, U>(regs, acc);
+    if (j < j_end) {
+      RowBlockStream<T, NT, R, 1, true> st;
+      st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
+      st.bind_activations(args, v, j, tok0, lane);
+      for (; j < j_end; ++j) {
+        WeightRegs<R, 1> w;
+        st.load_weights(w);
+        st.compute(w, acc);
+        st.advance();
+      }
+    }
+  } else {
+    const int64_t j_full = min(j_end, full_chunks(args));
+    if (j + U <= j_full) {
+      RowBlockStream<T, NT, R, U> st;
+      st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
+      st.bind_activations(args, v, j, tok0, lane);
+      for (; j + U <= j_full; j += U) {
+        WeightRegs<R, U> w;
+        st.load_weights(w);
+        st.compute(w, acc);
+        st.advance();
+      }
+    }
+    for (; j < j_end; j += U) {
+      ChunkRegs<NT, R, U> regs;
+      load_group<T, NT, R, U>(args, v, regs, rb, j, j_end, tok0, lane);
+      compute_group<T, NT, R, U>(regs, acc);
+    }
   }
 }
 
@@ -442,8 +487,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
           for (int i = 0; i < 4; ++i) __stcg(mine + (r * NT + nt) * 4 + i, acc[r][nt][i]);
       __threadfence();
       __syncwarp();
-      const int64_t first_warp = warp_of(total, warps, block_first);
-      const int64_t last_warp = warp_of(total, warps, block_first + args.k_chunks - 1);
+      const int64_t first_warp = worker_of(total, warps, block_first);
+      const int64_t last_warp = worker_of(total, warps, block_first + args.k_chunks - 1);
       int* counter = args.counters + int64_t(blockIdx.y) * all_row_blocks + grb;
       int arrived = 0;
       if (lane == 0) arrived = atomicAdd(counter, 1);
@@ -452,7 +497,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
         __threadfence();
         zero_acc(acc);
         for (int64_t w = first_warp; w <= last_warp; ++w) {
-          const int s = range_begin(total, warps, w) >= block_first ? 0 : 1;
+          const int s = partial_slot(total, warps, w, block_first);
           const float* p = args.partials + ((int64_t(blockIdx.y) * warps + w) * 2 + s) * 32 * kAcc + lane * kAcc;
 #pragma unroll
           for (int r = 0; r < R; ++r)
@@ -480,9 +525,12 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 // separate instantiation at 2 CTAs/SM (its first load group stays live across the wait: at 80
 // registers it spilled and lost to the plain kernel; H100 session 5), so that the other grouped
 // kernels keep their register allocation.
-template <typename T, typename OutT, int NT, int R, int U, bool G = false, bool kReady = false>
+// kFragA (dense only): A is in B-fragment order (fragment_activations.h, arranged by the host
+// before the launch; args.a points to it).
+template <typename T, typename OutT, int NT, int R, int U, bool G = false, bool kReady = false, bool kFragA = false>
 __global__ void __launch_bounds__(kDecodeWarps * 32, kReady ? 2 : decode_min_ctas_per_sm<NT, R, G>())
     decode_dp_kernel(const DecodeGemmArgs args) {
+  static_assert(!(G && kFragA), "grouped mode reads row-major activations");
   constexpr int kAcc = R * NT * 4;
   __shared__ float partial[kDecodeWarps][kAcc][32];
   const int lane = threadIdx.x & 31;
@@ -520,8 +568,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady ? 2 : decode_min_cta
     // input of the call, read with the view).
     if constexpr (!G) grid_launch_dependents();
     int64_t j = j_begin;
-    const bool early = j + U <= min(j_end, full_chunks(args));
-    RowBlockStream<T, NT, R, U> st;
+    const bool early = j + U <= (kFragA ? j_end : min(j_end, full_chunks(args)));
+    RowBlockStream<T, NT, R, U, kFragA> st;
     WeightRegs<R, U> w;
     if (early) {
       st.bind_weights(args, G ? view.b_codes : args.b_codes, G ? view.b_scales : args.b_scales, rb, j, lane);
@@ -534,7 +582,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady ? 2 : decode_min_cta
       st.compute(w, acc);
       j += U;
     }
-    stream_row_block<T, NT, R, U>(args, view, rb, j, j_end, tok0, lane, acc);
+    stream_row_block<T, NT, R, U, kFragA>(args, view, rb, j, j_end, tok0, lane, acc);
   } else {
     stream_row_block<T, NT, R, U>(args, view, rb, j_begin, j_end, tok0, lane, acc);
   }

@@ -54,6 +54,22 @@ DecodeKernelFn decode_dp_kernel_for(int nt, int r, int u) {
   return nullptr;
 }
 
+// Dense dp kernels reading A in B-fragment order (Tactic::frag_a; arrange_activations runs first).
+// Keep in sync with tactics.cpp. Instantiated in decode_dpf_*.cu.
+template <typename T, typename OutT>
+DecodeKernelFn decode_dpf_kernel_for(int nt, int r, int u) {
+#define FP4KIT_DECODE_DPF_CASE(NT, R, U) \
+  if (nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, false, false, true>;
+  FP4KIT_DECODE_DPF_CASE(1, 1, 4)
+  FP4KIT_DECODE_DPF_CASE(1, 2, 4)
+  FP4KIT_DECODE_DPF_CASE(2, 1, 4)
+  FP4KIT_DECODE_DPF_CASE(2, 2, 2)
+  FP4KIT_DECODE_DPF_CASE(4, 1, 4)
+  FP4KIT_DECODE_DPF_CASE(4, 2, 2)
+#undef FP4KIT_DECODE_DPF_CASE
+  return nullptr;
+}
+
 // Grouped dp kernels that read the group list before the PDL wait (GroupedGemmParams::groups_ready;
 // the MoE's FC2 at small T), or null for configurations without such an instantiation.
 template <typename T>

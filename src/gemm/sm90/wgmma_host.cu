@@ -109,9 +109,11 @@ Status ensure_smem(const sm90::WgmmaKernel& k) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Split-K geometry of a dense launch (wgmma_kernel.cuh; the factor: wgmma_k_splits in tactics.h).
+// Work decomposition of a dense launch (wgmma_kernel.cuh): data-parallel tiles with split-K
+// (the factor: wgmma_k_splits in tactics.h), or stream-K (Tactic::stream_k).
 struct WgSplit {
-  int64_t tiles, k_splits;
+  int64_t tiles, k_splits, grid;
+  bool stream_k;
   size_t partial_bytes, counter_bytes;
 };
 
@@ -119,8 +121,19 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
   const int sms = device_info().available ? device_info().sm_count : 132;
   WgSplit w;
   w.tiles = ceil_div(p.n, t.block_n) * ceil_div(p.m, t.block_m);
-  w.k_splits = wgmma_k_splits(w.tiles, prepacked_shape(p.n, p.k).k_chunks, sms);
-  const int64_t per_unit = 256 * (t.block_n / 128) * (t.block_m / 2);  // floats per unit
+  const int64_t k_chunks = prepacked_shape(p.n, p.k).k_chunks;
+  const int64_t per_unit = 256 * (t.block_n / 128) * (t.block_m / 2);  // floats per partial
+  w.stream_k = t.stream_k;
+  if (w.stream_k) {
+    // One range per SM, each at least 4 chunks (shorter ones are all pipeline fill).
+    w.k_splits = 1;
+    w.grid = std::clamp<int64_t>(w.tiles * k_chunks / 4, 1, sms);
+    w.partial_bytes = size_t(w.grid * 2 * per_unit) * 4;
+    w.counter_bytes = size_t(w.tiles) * 4;
+    return w;
+  }
+  w.k_splits = wgmma_k_splits(w.tiles, k_chunks, sms);
+  w.grid = std::max<int64_t>(1, std::min<int64_t>(w.tiles * w.k_splits, sms));
   w.partial_bytes = w.k_splits > 1 ? size_t(w.tiles * w.k_splits * per_unit) * 4 : 0;
   w.counter_bytes = w.k_splits > 1 ? size_t(w.tiles) * 4 : 0;
   return w;
@@ -130,8 +143,6 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
 }  // namespace
 
 Status wgmma_can_implement(const Tactic& t, const GemmParams& p) {
-  if (p.a_dtype == DType::kE2M1x2 && p.lda != 0 && p.lda != p.k)
-    return Status(StatusCode::kNotSupported, "tactic " + t.name + ": W4A4 needs contiguous A rows (lda == k)");
   const sm90::WgmmaKernel k = kernel_for(t, p);
   if (!k.fn) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": not instantiated");
   const int64_t tiles = ceil_div(p.n, t.block_n) * ceil_div(p.m, t.block_m);
@@ -173,7 +184,8 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   a.ldd = p.ldd ? p.ldd : p.n;
   const WgSplit split = wgmma_split(t, p);
   a.k_splits = int(split.k_splits);
-  if (split.k_splits > 1) {
+  a.stream_k = split.stream_k ? 1 : 0;
+  if (split.counter_bytes > 0) {
     uint8_t* ws = static_cast<uint8_t*>(workspace) + staged_a_bytes(p_in);
     a.partials = reinterpret_cast<float*>(ws);
     a.counters = reinterpret_cast<int*>(ws + split.partial_bytes);
@@ -182,9 +194,7 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   }
 
   FP4KIT_RETURN_IF_ERROR(ensure_smem(k));
-  const int sms = device_info().available ? device_info().sm_count : 132;
-  const int grid = int(std::max<int64_t>(1, std::min<int64_t>(int64_t(a.num_tiles) * a.k_splits, sms)));
-  k.fn<<<grid, sm90::kWgThreads, k.smem_bytes, stream>>>(map_a, map_w, map_s, a);
+  k.fn<<<int(split.grid), sm90::kWgThreads, k.smem_bytes, stream>>>(map_a, map_w, map_s, a);
   return detail::cuda_status(cudaGetLastError(), ("gemm: launch " + t.name).c_str());
 }
 

@@ -24,6 +24,10 @@
 //    accumulators to the workspace; the last of a tile's units to finish (atomic counter) sums all
 //    ks partials in split order 0..ks-1 and runs the epilogue, so the result is bit-identical run
 //    to run whatever order the units finish in. The counter is left at zero for the next launch.
+//  * Stream-K (dense mode, Tactic::stream_k): the (tile, k chunk) units are cut into one contiguous
+//    equal range per CTA (stream_k.cuh), so every SM streams the same number of chunks whatever the
+//    tile count (112 tiles of 256x32 on 8192x28672 leave 20 of 132 SMs idle without it). A tile
+//    split between CTAs is finished like a split-K tile, its partials added in CTA order.
 //  * Small token tiles (BM = 8, 16, 32: wgmma N) serve decode-sized M: the weights still stream
 //    through the TMA pipeline and are decoded once per stage, and the tensor cores do no padded work
 //    beyond BM tokens.
@@ -42,6 +46,7 @@
 #include "gemm/prepacked_layout.h"
 #include "gemm/sm90/fragment_decode.cuh"
 #include "gemm/sm90/mbarrier.cuh"
+#include "gemm/sm90/stream_k.cuh"
 
 namespace fp4kit::gemm_impl::sm90 {
 
@@ -64,6 +69,10 @@ struct WgmmaGemmArgs {
   // Split-K (dense mode only; 1 = off): partials [num_tiles * k_splits][256 consumer threads]
   // [slabs * BM/2] FP32, counters [num_tiles], zero before the launch and left zero after it.
   int k_splits;
+  // Stream-K (dense mode only; k_splits is then 1): CTA b of the grid takes the contiguous range
+  // b of the num_tiles * k_chunks (tile, k chunk) units (stream_k.cuh); partials [grid][2 slots]
+  // [256 consumer threads][slabs * BM/2] FP32, counters [num_tiles] as for split-K.
+  int stream_k;
   float* partials;
   int* counters;
 };
@@ -269,6 +278,43 @@ __device__ __forceinline__ WgUnit wg_unit(int u, int k_splits, int k_chunks) {
   return w;
 }
 
+// The work of one CTA, walked identically by the producer and the consumers: units u =
+// blockIdx.x, + gridDim.x, ... (data-parallel tiles and split-K), or with stream-K the tile
+// segments of the CTA's range of (tile, k chunk) units (split = its partial slot).
+struct WgSchedule {
+  int64_t pos, end, begin;  // stream-K: chunk units [begin, end), next at pos; else unit index pos
+  int num_units, k_splits, k_chunks;
+  bool stream_k;
+
+  __device__ __forceinline__ WgSchedule(int num_tiles, int k_splits_, int k_chunks_, bool stream_k_)
+      : num_units(num_tiles * k_splits_), k_splits(k_splits_), k_chunks(k_chunks_), stream_k(stream_k_) {
+    if (stream_k) {
+      const int64_t total = int64_t(num_tiles) * k_chunks;
+      begin = pos = range_begin(total, gridDim.x, blockIdx.x);
+      end = range_begin(total, gridDim.x, blockIdx.x + 1);
+    } else {
+      begin = pos = blockIdx.x;
+      end = num_units;
+    }
+  }
+  __device__ __forceinline__ bool next(WgUnit& w) {
+    if (pos >= end) return false;
+    if (!stream_k) {
+      w = wg_unit(int(pos), k_splits, k_chunks);
+      pos += gridDim.x;
+      return true;
+    }
+    w.tile = int(pos / k_chunks);
+    const int64_t first = int64_t(w.tile) * k_chunks;
+    const int64_t seg_end = min(end, first + k_chunks);
+    w.kb_begin = int(pos - first);
+    w.kb_end = int(seg_end - first);
+    w.split = pos == begin ? 0 : 1;
+    pos = seg_end;
+    return true;
+  }
+};
+
 // Barrier of the two consumer warpgroups only (id 1; __syncthreads uses 0).
 __device__ __forceinline__ void consumer_barrier() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
@@ -312,7 +358,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   __syncthreads();
   const int num_tiles = G ? prefix[args.groups] : args.num_tiles;
   const int k_splits = G ? 1 : args.k_splits;
-  const int num_units = num_tiles * k_splits;
+  const bool stream_k = !G && args.stream_k;
 
   if (warp < 4) {
     // ---------------- producer warpgroup ----------------
@@ -320,8 +366,9 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     if (warp == 0 && lane == 0) {
       int stage = 0;
       uint32_t phase = 0;
-      for (int u = blockIdx.x; u < num_units; u += gridDim.x) {
-        const WgUnit wu = wg_unit(u, k_splits, args.k_chunks);
+      WgSchedule sched(num_tiles, k_splits, args.k_chunks, stream_k);
+      WgUnit wu;
+      while (sched.next(wu)) {
         const WgTile x = wg_tile<G, BM>(args, prefix, offsets, wu.tile);
         const int row_tile0 = x.nt * (BN / 16);
         const int tok0 = x.row0 + x.mt * BM;
@@ -404,9 +451,10 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       if (lane == 0) mbar_arrive(empty_bar + 8 * cur_stage);
     };
 
-    __shared__ int last_unit;  // split-K: this CTA finishes the tile
-    for (int u = blockIdx.x; u < num_units; u += gridDim.x) {
-      const WgUnit wu = wg_unit(u, k_splits, args.k_chunks);
+    __shared__ int last_unit;  // split-K / stream-K: this CTA finishes the tile
+    WgSchedule sched(num_tiles, k_splits, args.k_chunks, stream_k);
+    WgUnit wu;
+    while (sched.next(wu)) {
       const WgTile x = wg_tile<G, BM>(args, prefix, offsets, wu.tile);
       const int nt = x.nt, mt = x.mt;
 #pragma unroll
@@ -421,12 +469,19 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         if (kb + 1 < nk) step(fa1, fa0, kb + 2 < nk);
       }
 
-      if (!G && k_splits > 1) {
-        // Publish this split's accumulators; the last split to arrive reduces all of them in order.
+      const bool partial_tile = stream_k ? nk < args.k_chunks : k_splits > 1;
+      if (!G && partial_tile) {
+        // Publish this split's accumulators; the last split to arrive reduces all of them in order
+        // (split-K: splits 0..ks-1; stream-K: the CTAs covering the tile, in CTA order).
         static_assert(kAcc % 4 == 0, "float4 partials");
         const int ct = threadIdx.x - 128;  // consumer thread 0..255
         constexpr int kPer = kSlabs * kAcc;
-        float* mine = args.partials + (int64_t(u) * 256 + ct) * kPer;
+        const int64_t total = int64_t(num_tiles) * args.k_chunks, tile_first = int64_t(wu.tile) * args.k_chunks;
+        const int64_t first_cta = stream_k ? worker_of(total, gridDim.x, tile_first) : 0;
+        const int64_t last_cta = stream_k ? worker_of(total, gridDim.x, tile_first + args.k_chunks - 1) : 0;
+        const int64_t row = stream_k ? int64_t(blockIdx.x) * 2 + wu.split : int64_t(wu.tile) * k_splits + wu.split;
+        const int arrivals = stream_k ? int(last_cta - first_cta + 1) : k_splits;
+        float* mine = args.partials + (row * 256 + ct) * kPer;
 #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
@@ -435,7 +490,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
                    make_float4(acc[sl][i], acc[sl][i + 1], acc[sl][i + 2], acc[sl][i + 3]));
         __threadfence();
         consumer_barrier();
-        if (ct == 0) last_unit = atomicAdd(args.counters + wu.tile, 1) == k_splits - 1;
+        if (ct == 0) last_unit = atomicAdd(args.counters + wu.tile, 1) == arrivals - 1;
         consumer_barrier();
         if (!last_unit) continue;
         __threadfence();
@@ -443,8 +498,10 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
           for (int i = 0; i < kAcc; ++i) acc[sl][i] = 0.0f;
-        for (int sp = 0; sp < k_splits; ++sp) {
-          const float* p = args.partials + ((int64_t(wu.tile) * k_splits + sp) * 256 + ct) * kPer;
+        for (int sp = 0; sp < arrivals; ++sp) {
+          const int64_t src = stream_k ? (first_cta + sp) * 2 + partial_slot(total, gridDim.x, first_cta + sp, tile_first)
+                                       : int64_t(wu.tile) * k_splits + sp;
+          const float* p = args.partials + (src * 256 + ct) * kPer;
 #pragma unroll
           for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
