@@ -59,6 +59,8 @@ const std::vector<Tactic>& tactic_table() {
     add_wgmma({{128, 32, 8}, {256, 32, 8}, {128, 64, 6}, {128, 128, 4}, {256, 128, 4}, {128, 256, 4}}, true);
     // 8-token dp tiles on A in fragment order.
     add_decode({{1, 1, 4}, {1, 2, 4}}, true, true);
+    // 16-token dp tiles with twice the weight bytes in flight per warp (2 CTAs/SM).
+    add_decode({{2, 1, 8}, {2, 2, 4}}, true, true);
     return t;
   }();
   return table;
@@ -138,22 +140,37 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   // CTAs (8192x8192 M=1: 20.7 vs 29.0 us; 4096x4096: 9.3 vs 18.9 us); 32-row blocks from 5 tokens
   // on (8-token tiles with two row tiles share their activation loads).
   const int64_t slots = 2 * int64_t(sm_count > 0 ? sm_count : 132);
-  if (m > 16) return -1;
+  // 17..32 tokens: two passes of the 16-token tile, only on small layers (N·K <= 32 Mi), where the
+  // wgmma 32-token tiles' fixed costs dominate (session 6, M = 24 / 32: 4096x4096 11.0 / 11.2 us vs
+  // 13.9 / 14.0 for wgmma 128x32, 6144x4096 16.9 / 17.3 vs 17.2 / 17.2; 4096x14336 25.0 vs 24.4 and
+  // the larger layers lose).
+  if (m > 32 || (m > 16 && rows * k > (int64_t(32) << 20))) return -1;
+  const int64_t passes = m > 8 ? (m + 15) / 16 : 1;  // token tiles
   // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
   const int64_t kw = dp_warps_per_row_block((k + 63) / 64);
-  if ((rows + 15) / 16 * kw / 8 < slots / 2) return -1;  // too few CTAs: stream-K balances better
+  if ((rows + 15) / 16 * kw / 8 * passes < slots / 2) return -1;  // too few CTAs: stream-K balances better
   // 32-row blocks (two row tiles share each activation load) as long as their CTAs still cover
   // every SM once; else 16-row blocks (H100 session 3, M = 1: 6144x4096 13.2 vs 14.6 us and
   // 28672x4096 35.5 vs 39.5 for r32; 4096x4096 9.95 vs 11.1 and 4096x14336 20.1 vs 23.0 for r16;
   // session 5, M = 5: 4096x4096 6.9 vs 8.2 us, 4096x14336 15.9 vs 18.2 for r16).
-  const bool r32 = (rows + 31) / 32 * kw / 8 >= slots / 2;
+  const bool r32 = (rows + 31) / 32 * kw / 8 * passes >= slots / 2;
   // 9..16 tokens: one 16-token tile reading A in B-fragment order (arranged first), 32-row blocks
   // when their CTAs cover every SM, else 16-row blocks with 4-chunk load groups. H100 session 6,
   // graph replay, M = 9..16 (docs/PERF.md): 8192x28672 54.2-54.7 us vs 55.0-58.1 for the best
   // earlier tactic, 8192x8192 18.6-18.9 vs 18.2-23.4, 6144x4096 9.9-10.0 vs 10.4-13.6, 4096x4096
   // 8.4-8.6 vs 8.5-9.6 (r16), 4096x14336 19.1-19.7 vs 21.6 (r16); 28672x4096 29.2-29.5 vs 28.9-29.1
   // for wgmma 256x16 (the one shape that loses, by 1.5 %).
-  if (m > 8) return r32 ? decode_dpf_id(2, 2, 2) : decode_dpf_id(2, 1, 4);
+  // With 32-row blocks, twice the weight bytes in flight per warp (4-chunk groups) when the grid is
+  // short of one full wave of 2 CTAs per SM, so that SMs left with one CTA still stream enough
+  // (session 6, M = 9..16: 28672x4096 28.2 -> 27.1 us, 6144x4096 9.9 -> 9.4; with a full wave the
+  // 2-chunk groups stay faster: 8192x8192 18.5 vs 20.0, 8192x28672 53.1 vs 53.6).
+  if (m > 8) {
+    if (!r32) return decode_dpf_id(2, 1, 4);
+    const int64_t row_blocks = (rows + 31) / 32;
+    const int64_t ctas =
+        (row_blocks * dense_dp_warps_per_row_block(row_blocks, (k + 63) / 64, int(slots / 2)) + 7) / 8 * passes;
+    return ctas * 10 < slots * 9 ? decode_dpf_id(2, 2, 4) : decode_dpf_id(2, 2, 2);
+  }
   // 6..8 tokens: the 8-token tile on A in fragment order as well; below that the arrangement kernel
   // costs more than the 8 token rows' gathers (H100 session 6, graph replay, M = 8 vs M = 4:
   // 8192x28672 49.7 vs 51.1 us but 49.4 vs 48.3; 8192x8192 16.9 vs 17.3 but 16.7 vs 15.8; 4096x14336
@@ -228,7 +245,7 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
 static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
   if (p.m > 128) return -1;
   if (p.m <= 8) return -1;
-  if (p.m <= 16 && decode_dp_heuristic(p.m, p.n, p.k, sms) >= 0) return -1;
+  if (p.m <= 32 && decode_dp_heuristic(p.m, p.n, p.k, sms) >= 0) return -1;
   if (p.m <= 16 && p.k <= 8192 && p.n <= 8192) return -1;
   if (p.m <= 32) {
     const int bm = p.m <= 16 ? 16 : 32;
@@ -242,14 +259,15 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
 
 int heuristic_tactic(const GemmParams& p, int sm_count) {
   if (const int id = small_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
-  // H100 measurements (docs/PERF.md): the decode family wins up to 16 tokens; above that the
-  // wgmma family's 128x64 tile already beats the decode family's 32-token tiles. (W4A4 decodes A
-  // into the workspace first in both families, so it follows the same rule.)
+  // The dp decode family wherever its CTAs fill the GPU: up to 16 tokens, up to 32 on small layers.
+  if (const int id = decode_dp_heuristic(p.m, p.n, p.k, sm_count); id >= 0) return id;
+  // H100 measurements (docs/PERF.md): above 16 tokens the wgmma family's 128x64 tile already beats
+  // the decode family's 32-token tiles. (W4A4 decodes A into the workspace first in both families,
+  // so it follows the same rule.)
   if (p.m > 16) {
     const int id = wgmma_heuristic(p, sm_count);
     if (id >= 0) return id;
   }
-  if (const int id = decode_dp_heuristic(p.m, p.n, p.k, sm_count); id >= 0) return id;
   // Few row blocks (narrow layers): stream-K over warps. Two row tiles per warp halve the
   // activation loads per weight byte, but leave too few units to balance small layers.
   const bool small_layer = p.n * p.k < int64_t(32) << 20;

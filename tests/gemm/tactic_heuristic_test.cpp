@@ -45,17 +45,21 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   // 9..16: the dp decode family's 16-token tile on A in fragment order wherever its CTAs fill the
   // GPU (32-row blocks when those still cover the SMs, else 16-row blocks) ...
   EXPECT_EQ(pick(16, 8192, 28672), "decode_dpf_m16_r32_u2");
-  EXPECT_EQ(pick(12, 28672, 4096), "decode_dpf_m16_r32_u2");
   EXPECT_EQ(pick(12, 8192, 8192), "decode_dpf_m16_r32_u2");
-  EXPECT_EQ(pick(16, 6144, 4096), "decode_dpf_m16_r32_u2");
+  // (4-chunk load groups when the grid is short of one full wave of 2 CTAs per SM)
+  EXPECT_EQ(pick(12, 28672, 4096), "decode_dpf_m16_r32_u4");
+  EXPECT_EQ(pick(16, 6144, 4096), "decode_dpf_m16_r32_u4");
   EXPECT_EQ(pick(16, 4096, 14336), "decode_dpf_m16_r16_u4");
   EXPECT_EQ(pick(9, 4096, 4096), "decode_dpf_m16_r16_u4");
   // ... narrow layers: stream-K decode for K <= 8192, else the wgmma small tiles with split-K.
   EXPECT_EQ(pick(16, 1024, 4096), "decode_m16_r32_u2");
   EXPECT_EQ(pick(16, 1024, 28672), "wgmma_w4a16_128x16_s8");
-  // 17..32: small token tiles; 256 rows when the K ranges stay long.
+  // 17..32: small token tiles; 256 rows when the K ranges stay long ...
   EXPECT_EQ(pick(32, 28672, 4096), "wgmma_w4a16_256x32_s8");
-  EXPECT_EQ(pick(17, 4096, 4096), "wgmma_w4a16_128x32_s8");
+  EXPECT_EQ(pick(17, 4096, 14336), "wgmma_w4a16_128x32_s8");
+  // ... except on small layers (N·K <= 32 Mi): two passes of the 16-token dp tile.
+  EXPECT_EQ(pick(17, 4096, 4096), "decode_dpf_m16_r32_u2");
+  EXPECT_EQ(pick(32, 6144, 4096), "decode_dpf_m16_r32_u2");
   // 33..64: 128x64 unless its split K ranges get short.
   EXPECT_EQ(pick(64, 8192, 28672), "wgmma_w4a16_128x64_s6");
   EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");

@@ -528,7 +528,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 // kFragA (dense only): A is in B-fragment order (fragment_activations.h, arranged by the host
 // before the launch; args.a points to it).
 template <typename T, typename OutT, int NT, int R, int U, bool G = false, bool kReady = false, bool kFragA = false>
-__global__ void __launch_bounds__(kDecodeWarps * 32, kReady ? 2 : decode_min_ctas_per_sm<NT, R, G>())
+__global__ void __launch_bounds__(kDecodeWarps * 32, kReady || (kFragA && NT <= 2) ? 2 : decode_min_ctas_per_sm<NT, R, G>())
     decode_dp_kernel(const DecodeGemmArgs args) {
   static_assert(!(G && kFragA), "grouped mode reads row-major activations");
   constexpr int kAcc = R * NT * 4;
