@@ -179,12 +179,17 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   return decode_dp_id(1, r32 ? 2 : 1, 4);
 }
 
+// Active groups expected when `rows` rows are routed uniformly over `groups` groups.
+static double expected_active_groups(int64_t groups, int64_t rows) {
+  const double g = double(std::max<int64_t>(groups, 1));
+  return std::min(double(std::min(groups, rows)), g * (1.0 - std::pow(1.0 - 1.0 / g, double(rows))));
+}
+
 int grouped_dp_warps_per_row_block(int64_t groups, int64_t rows, int64_t row_blocks, int64_t k_chunks, int unroll,
                                    int sms, int ctas_per_sm) {
   sms = sms > 0 ? sms : 132;
   ctas_per_sm = std::max(ctas_per_sm, 1);
-  const double g = double(std::max<int64_t>(groups, 1));
-  const double active = std::min(double(std::min(groups, rows)), g * (1.0 - std::pow(1.0 - 1.0 / g, double(rows))));
+  const double active = expected_active_groups(groups, rows);
   // Few active groups: their actual count swings the CTA count across wave boundaries, so keep the
   // k-only rule, whose many short CTAs are robust to it (H100: Mixtral T = 2, fi-32 T = 2 lost 6-10 %
   // with the model's choice).
@@ -208,6 +213,12 @@ int grouped_dp_warps_per_row_block(int64_t groups, int64_t rows, int64_t row_blo
     }
   }
   return best_kw;
+}
+
+bool grouped_dp_balanced(int64_t groups, int64_t rows, int64_t row_blocks, int kw, int sms, int ctas_per_sm) {
+  if (kw != 1) return false;
+  const double warps = double(sms > 0 ? sms : 132) * std::max(ctas_per_sm, 1) * 8.0;
+  return expected_active_groups(groups, rows) * double(row_blocks) >= 3.0 * warps;
 }
 
 int64_t wgmma_k_splits(int64_t tiles, int64_t k_chunks, int sms) {

@@ -69,4 +69,11 @@ int64_t dense_dp_warps_per_row_block(int64_t row_blocks, int64_t k_chunks, int s
 int grouped_dp_warps_per_row_block(int64_t groups, int64_t rows, int64_t row_blocks, int64_t k_chunks, int unroll,
                                    int sms, int ctas_per_sm);
 
+// Whether the grouped dp launch with one warp per row block (kw == 1) should run the balanced
+// persistent kernel (decode_dp_balanced_kernel: row blocks handed to warps round-robin instead of
+// 8 per CTA): when the expected units (active groups, uniform routing, x row blocks) give every
+// resident warp at least 3 (H100 session 6, fi-256 FC2 (7168 x 256): T = 16 -7 % of the layer,
+// T = 8 -2 %, T = 4 (2 units per warp) +2.6 %; fewer units: neutral).
+bool grouped_dp_balanced(int64_t groups, int64_t rows, int64_t row_blocks, int kw, int sms, int ctas_per_sm);
+
 }  // namespace fp4kit::gemm_impl

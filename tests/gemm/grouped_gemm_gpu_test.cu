@@ -195,6 +195,13 @@ TEST(GroupedGemmGpu, RaggedGroupsEveryTactic) {
   }
   // One group, all rows empty.
   run_case({3, 64, 64, {0, 0, 0}, DType::kBF16}, 5);
+  // Many one-row groups with short K: enough row blocks for the dp tactics to run the balanced
+  // one-warp-per-row-block kernel (grouped_dp_balanced, 3 units per resident warp on an H100).
+  {
+    std::vector<int> rows(256, 0);
+    for (size_t g = 0; g < rows.size(); g += 2) rows[g] = 1;
+    run_case({256, 4096, 64, rows, DType::kBF16}, 8);
+  }
 }
 
 TEST(GroupedGemmApi, RejectsBadArguments) {

@@ -112,6 +112,16 @@ TEST(GroupedDpSchedule, PicksTheMeasuredBestWarpsPerRowBlock) {
   EXPECT_EQ(kw2(32, 16, 7168, 2048), 4);
 }
 
+// The balanced grouped dp kernel: one warp per row block and >= 3 expected row blocks per resident
+// warp (132 SMs x 3 CTAs x 8 warps); the H100 MoE measurements of session 6 (fi-256's FC2, 7168 x 256).
+TEST(GroupedDpSchedule, BalancedKernelOnlyWithManyRowBlocksPerWarp) {
+  EXPECT_TRUE(grouped_dp_balanced(256, 16 * 8, 7168 / 32, 1, kSms, 3));   // T = 16: -7 %
+  EXPECT_TRUE(grouped_dp_balanced(256, 8 * 8, 7168 / 32, 1, kSms, 3));    // T = 8: -2 %
+  EXPECT_FALSE(grouped_dp_balanced(256, 4 * 8, 7168 / 32, 1, kSms, 3));   // T = 4: +2.6 % with it
+  EXPECT_FALSE(grouped_dp_balanced(256, 8 * 8, 1024 / 32, 1, kSms, 3));   // Qwen3.6 FC1 T = 8: neutral
+  EXPECT_FALSE(grouped_dp_balanced(256, 16 * 8, 7168 / 32, 2, kSms, 3));  // kw > 1: the dp kernel
+}
+
 // Every tactic of both tables names a kernel that is instantiated: the tables (tactics.cpp,
 // grouped.cu) and the kernel lookups (sm90/decode_launch.cuh, sm90/wgmma_launch.cuh) are separate
 // lists, and this is what keeps them in agreement (no GPU needed: the lookups are host code).

@@ -243,6 +243,20 @@ Status grouped_decode_launch(const GroupedTactic& t, const GroupedGemmParams& p,
   a.num_active = p.num_active;
   a.group_bytes = s.bytes();
   a.code_bytes = s.code_bytes();
+  // Many small row blocks with one warp each: the balanced persistent kernel (grouped_dp_balanced).
+  // Not when the group list is ready early (FC2 after the fused permutation): that kernel requests
+  // its first weights before the PDL wait, which is worth more (H100 session 6).
+  sm90::DecodeKernelFn balanced = nullptr;
+  if (t.dp && !p.groups_ready)
+    balanced = p.a_dtype == DType::kBF16 ? sm90::decode_dp_balanced_kernel_for<__nv_bfloat16>(t.nt, t.rows, t.unroll)
+                                         : sm90::decode_dp_balanced_kernel_for<__half>(t.nt, t.rows, t.unroll);
+  if (balanced && grouped_dp_balanced(p.groups, p.max_rows, g.row_blocks, g.dp_kw, sm_count(), ctas_per_sm(balanced))) {
+    DecodeGeometry b = g;  // one resident wave at most
+    const int64_t units = a.slots * g.row_blocks;
+    b.ctas = std::max<int64_t>(1, std::min<int64_t>(int64_t(sm_count()) * ctas_per_sm(balanced),
+                                                    (units + sm90::kDecodeWarps - 1) / sm90::kDecodeWarps));
+    return decode_run(balanced, b, a, stream, "grouped gemm", t.name, p.enable_pdl);
+  }
   return decode_run(grouped_kernel_for(t, p), g, a, stream, "grouped gemm", t.name, p.enable_pdl);
 }
 

@@ -609,4 +609,35 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || (kFragA && NT <= 
   if (kidx == 0 && live) store_block<OutT, NT, R>(args, view, acc, rb, tok0, lane);
 }
 
+// Grouped mode, one warp per row block (the dp kernel with kw = 1), persistent and balanced per
+// warp: the grid is (at most) one resident wave; warp w of the grid (numbered CTA-fastest, so that
+// consecutive units land on different SMs) takes the units (active slot, row block) w, w + warps,
+// ... of the list the previous kernel published. The dp kernel hands out 8 row blocks per CTA, so
+// with few active groups some SMs stream two CTAs' worth and others one; here every SM gets the
+// same number of row blocks +- 1 per warp slot.
+template <typename T, int NT, int R, int U>
+__global__ void __launch_bounds__(kDecodeWarps * 32, decode_min_ctas_per_sm<NT, R, true>())
+    decode_dp_balanced_kernel(const DecodeGemmArgs args) {
+  const int lane = threadIdx.x & 31;
+  grid_launch_dependents();
+  grid_dependency_wait();
+  const int64_t warps = int64_t(gridDim.x) * kDecodeWarps;
+  const int tok0 = blockIdx.y * NT * 8;
+  const int64_t units = min(int64_t(__ldg(args.num_active)), args.slots) * args.row_blocks;
+  DecodeView view{};
+  int64_t view_slot = -1;
+  for (int64_t u = int64_t(threadIdx.x >> 5) * gridDim.x + blockIdx.x; u < units; u += warps) {
+    const int64_t slot = u / args.row_blocks, rb = u - slot * args.row_blocks;
+    if (slot != view_slot) {
+      view = group_view<T, T>(args, slot);
+      view_slot = slot;
+    }
+    if (tok0 >= view.m) continue;
+    float acc[R][NT][4];
+    zero_acc(acc);
+    stream_row_block<T, NT, R, U>(args, view, rb, 0, args.k_chunks, tok0, lane, acc);
+    store_block<T, NT, R>(args, view, acc, rb, tok0, lane);
+  }
+}
+
 }  // namespace fp4kit::gemm_impl::sm90

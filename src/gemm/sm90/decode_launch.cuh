@@ -72,6 +72,15 @@ DecodeKernelFn decode_dpf_kernel_for(int nt, int r, int u) {
   return nullptr;
 }
 
+// Grouped balanced dp kernels (decode_dp_balanced_kernel: kw = 1, units per warp round-robin), or
+// null for configurations without one. Instantiated in grouped_decode_*.cu.
+template <typename T>
+DecodeKernelFn decode_dp_balanced_kernel_for(int nt, int r, int u) {
+  if (nt == 1 && r == 2 && u == 4) return &decode_dp_balanced_kernel<T, 1, 2, 4>;
+  if (nt == 1 && r == 1 && u == 4) return &decode_dp_balanced_kernel<T, 1, 1, 4>;
+  return nullptr;
+}
+
 // Grouped dp kernels that read the group list before the PDL wait (GroupedGemmParams::groups_ready;
 // the MoE's FC2 at small T), or null for configurations without such an instantiation.
 template <typename T>
