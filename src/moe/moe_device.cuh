@@ -73,13 +73,6 @@ __device__ __forceinline__ void store16(void* p, const float (&x)[16]) {
   q[1] = pack8<kBF16>(x + 8);
 }
 
-// Rounds 16 floats to the activation dtype and back (exact afterwards).
-template <bool kBF16>
-__device__ __forceinline__ void round16(float (&x)[16]) {
-#pragma unroll
-  for (int i = 0; i < 16; ++i) x[i] = act_to_float<kBF16>(float_to_act<kBF16>(x[i]));
-}
-
 // ---- SwiGLU (docs/MOE.md, numerics step 3) ---------------------------------------------------------
 // silu(g) * u exactly as the reference writes it: g / (1 + expf(-g)), then * u, IEEE round to
 // nearest (expf is the accurate CUDA expf, not __expf). Shared by the pipeline's swiglu_kernel and
@@ -102,6 +95,26 @@ __device__ __forceinline__ void nvfp4_exact_roundtrip16(float (&x)[16], float gs
   const float sf = format::e4m3_to_float(bs.sf);
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
+    const uint32_t code = format::nvfp4_encode_element(x[i], bs, QuantNumerics::kExact);
+    x[i] = __fmul_rn(format::e2m1_to_float(code), sf);
+  }
+}
+
+// nvfp4_exact_roundtrip16 with the 16-element block spread over 16 / N aligned consecutive lanes
+// of N elements each (every lane of the warp calls it; `gs` may differ between blocks): the same
+// values (the block amax is a max, whatever the order), with the per-element work in parallel.
+template <int N>
+__device__ __forceinline__ void nvfp4_exact_roundtrip_lanes(float (&x)[N], float gs) {
+  static_assert(N == 1 || N == 2 || N == 4 || N == 8 || N == 16, "a power of two up to 16");
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < N; ++i) amax = format::fmax_nan_ignoring(amax, format::abs_f(x[i]));
+#pragma unroll
+  for (int o = 1; o < 16 / N; o <<= 1) amax = format::fmax_nan_ignoring(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const format::BlockScale bs = format::nvfp4_block_scale(amax, gs, QuantNumerics::kExact);
+  const float sf = format::e4m3_to_float(bs.sf);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
     const uint32_t code = format::nvfp4_encode_element(x[i], bs, QuantNumerics::kExact);
     x[i] = __fmul_rn(format::e2m1_to_float(code), sf);
   }

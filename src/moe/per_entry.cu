@@ -70,8 +70,9 @@ constexpr float kDecodeMul = gemm_impl::kWeightDecodeScale;
 // Launch kernel B with programmatic dependent launch (its first weight loads overlap kernel A). With
 // false, B starts after A has finished, as an ordinary stream-ordered launch (same results).
 constexpr bool kUsePdl = true;
-// W4A4: precompute the FC1 input once (per_entry_stage_x_kernel) from this hidden size on.
-constexpr int kPrestageMinHidden = 4096;
+// W4A4: precompute the FC1 input once (per_entry_stage_x_kernel) when the per-CTA staging it saves,
+// entries x (I / 16) CTAs x H elements, reaches this (prestage_fc1_input).
+constexpr int64_t kPrestageMinWork = 640 * 1024;
 
 struct PerEntryArgs {
   int tokens = 0, top_k = 0, num_experts = 0, e_begin = 0, e_local = 0;
@@ -181,36 +182,48 @@ __device__ __forceinline__ void compute_fc1(const Fc1Regs<U>& r, const uint32_t*
 template <bool kBF16, GatherMode kMode>
 __device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, uint16_t* xs) {
   const int blocks = a.hidden / 16;
-  for (int cb = threadIdx.x; cb < blocks; cb += kThreads) {
-    uint16_t* dst = xs + cb * 16;
-    if constexpr (kMode == GatherMode::kCopy) {
-      const uint4* src =
-          reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.input) + int64_t(t) * a.hidden + cb * 16);
-      const uint4 v0 = __ldg(src), v1 = __ldg(src + 1);
-      reinterpret_cast<uint4*>(dst)[0] = v0;
-      reinterpret_cast<uint4*>(dst)[1] = v1;
-    } else if constexpr (kMode == GatherMode::kQuantize) {
-      float x[16];
-      load16<kBF16>(static_cast<const uint16_t*>(a.input) + int64_t(t) * a.hidden + cb * 16, x);
-      nvfp4_exact_roundtrip16(x, a.fc1_act_global[a.per_expert ? le : 0]);
-      store16<kBF16>(dst, x);
-    } else {
-      const uint2 codes =
-          *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(a.input) + int64_t(t) * (a.hidden / 2) + cb * 8);
-      const uint8_t sf = a.input_scales[format::sf_offset_128x4(t, cb, a.hidden / 16)];
-      float x[16];
-      nvfp4_decode16(codes, sf, x);
-      store16<kBF16>(dst, x);
+  if constexpr (kMode == GatherMode::kQuantize) {
+    // Two threads per block, 8 elements each (their amax meets in one shuffle): half the dependent
+    // chain of one thread per block, and every thread busy (H100 session 6).
+    const float gs = a.fc1_act_global[a.per_expert ? le : 0];
+    const uint16_t* src = static_cast<const uint16_t*>(a.input) + int64_t(t) * a.hidden;
+    for (int h0 = 0; h0 < 2 * blocks; h0 += kThreads) {  // the same trip count for every thread
+      const int h = h0 + int(threadIdx.x);
+      const bool live = h < 2 * blocks;
+      float x[8] = {};
+      if (live) unpack8<kBF16>(__ldg(reinterpret_cast<const uint4*>(src + h * 8)), x);
+      nvfp4_exact_roundtrip_lanes<8>(x, gs);
+      if (live) *reinterpret_cast<uint4*>(xs + h * 8) = pack8<kBF16>(x);
+    }
+  } else {
+    for (int cb = threadIdx.x; cb < blocks; cb += kThreads) {
+      uint16_t* dst = xs + cb * 16;
+      if constexpr (kMode == GatherMode::kCopy) {
+        const uint4* src =
+            reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(a.input) + int64_t(t) * a.hidden + cb * 16);
+        const uint4 v0 = __ldg(src), v1 = __ldg(src + 1);
+        reinterpret_cast<uint4*>(dst)[0] = v0;
+        reinterpret_cast<uint4*>(dst)[1] = v1;
+      } else {
+        const uint2 codes = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(a.input) +
+                                                            int64_t(t) * (a.hidden / 2) + cb * 8);
+        const uint8_t sf = a.input_scales[format::sf_offset_128x4(t, cb, a.hidden / 16)];
+        float x[16];
+        nvfp4_decode16(codes, sf, x);
+        store16<kBF16>(dst, x);
+      }
     }
   }
 }
 
 // W4A4: the FC1 input of each token (or entry, with per-expert activation scales) computed once,
 // not by each of the I/16 CTAs of its entry (the NVFP4 round trip per CTA cost DeepSeek-V3's kernel A
-// 24 us of 85 on an H100). One CTA per row; rows whose expert is not local are skipped. Used from
-// H = 4096 on (kPrestageMinHidden): H100 graph µs at T = 1, per-CTA staging -> prestaged: DeepSeek-V3
-// (H 7168) 114.5 -> 100.2, Mixtral (H 4096) 109.1 -> 95.1; Qwen3.6 (H 2048) 17.3 -> 17.7 (the extra
-// launch costs more than the staging it saves).
+// 24 us of 85 on an H100). One CTA per row; rows whose expert is not local are skipped. Used when
+// the staging it saves is large enough (kPrestageMinWork). H100 graph µs, per-CTA staging ->
+// prestaged: session 4 (per-CTA staging one thread per block), T = 1: DeepSeek-V3 (H 7168) 114.5 ->
+// 100.2, Mixtral (H 4096) 109.1 -> 95.1; session 6 (two threads per block): Qwen3-30B (H 2048,
+// I 768) T = 1 20.8 -> 20.3, T = 2 30.4 -> 28.1, Qwen3.6 (I 512) T = 2 22.8 -> 22.1, but T = 1
+// 15.6 -> 15.8 (8 x 32 CTAs x 2048: the extra launch costs more than the staging it saves).
 template <bool kBF16, GatherMode kMode>
 __global__ void __launch_bounds__(kThreads) per_entry_stage_x_kernel(const PerEntryArgs a, uint16_t* xq) {
   const int r = blockIdx.x;
@@ -234,7 +247,6 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc1_kernel(const PerEnt
   using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
   extern __shared__ uint4 x_smem[];  // [H] 16-bit
   __shared__ float part[kWarps][2][16];
-  __shared__ float h_s[16];
   // Kernel B may be scheduled as soon as every CTA of this grid got here (it waits for this grid's
   // completion before reading h).
   quant::pdl_launch_dependents();
@@ -275,29 +287,27 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc1_kernel(const PerEnt
     part[warp][1][g + 8] = acc[1][2];
   }
   __syncthreads();
-  if (threadIdx.x < 16) {
-    const int r = threadIdx.x;
-    float up = part[0][0][r], gate = part[0][1][r];
+  if (warp == 0) {  // lane r < 16: row r of the tile (lanes 16..31 carry zeros through the shuffles)
+    const int r = lane & 15;
+    float h[1] = {0.0f};
+    if (lane < 16) {
+      float up = part[0][0][r], gate = part[0][1][r];
 #pragma unroll
-    for (int w = 1; w < kWarps; ++w) {
-      up += part[w][0][r];
-      gate += part[w][1][r];
+      for (int w = 1; w < kWarps; ++w) {
+        up += part[w][0][r];
+        gate += part[w][1][r];
+      }
+      const float alpha = __ldg(a.alpha1 + le);
+      const float y_up = act_to_float<kBF16>(float_to_act<kBF16>((up * kDecodeMul) * alpha));
+      const float y_gate = act_to_float<kBF16>(float_to_act<kBF16>((gate * kDecodeMul) * alpha));
+      h[0] = swiglu(y_gate, y_up);
     }
-    const float alpha = __ldg(a.alpha1 + le);
-    const float y_up = act_to_float<kBF16>(float_to_act<kBF16>((up * kDecodeMul) * alpha));
-    const float y_gate = act_to_float<kBF16>(float_to_act<kBF16>((gate * kDecodeMul) * alpha));
-    h_s[r] = swiglu(y_gate, y_up);
-  }
-  __syncwarp();
-  if (threadIdx.x == 0) {
-    float hv[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) hv[i] = h_s[i];
     if constexpr (kMode != GatherMode::kCopy) {  // W4A4: the 16-bit h quantized with fc2_act_global
-      round16<kBF16>(hv);
-      nvfp4_exact_roundtrip16(hv, a.fc2_act_global[a.per_expert ? le : 0]);
+      h[0] = act_to_float<kBF16>(float_to_act<kBF16>(h[0]));
+      nvfp4_exact_roundtrip_lanes<1>(h, a.fc2_act_global[a.per_expert ? le : 0]);
     }
-    store16<kBF16>(a.h + int64_t(entry) * a.inter + int64_t(blockIdx.x) * 16, hv);  // rounds: r16(h)
+    if (lane < 16)  // rounds: r16(h)
+      a.h[int64_t(entry) * a.inter + int64_t(blockIdx.x) * 16 + r] = uint16_t(float_to_act<kBF16>(h[0]));
   }
 }
 
@@ -441,7 +451,8 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
 template <bool kBF16, GatherMode kMode>
 Status launch_fc1(PerEntryArgs a, uint16_t* xq, cudaStream_t stream) {
   if constexpr (kMode != GatherMode::kCopy) {
-    if (a.hidden >= kPrestageMinHidden) {
+    const int64_t staging = int64_t(a.tokens) * a.top_k * (a.inter / 16) * a.hidden;
+    if (staging >= kPrestageMinWork) {
       const int rows = a.per_expert ? a.tokens * a.top_k : a.tokens;
       per_entry_stage_x_kernel<kBF16, kMode><<<rows, kThreads, 0, stream>>>(a, xq);
       FP4KIT_RETURN_IF_ERROR(detail::last_launch_status("fused_moe: per_entry_stage_x_kernel"));

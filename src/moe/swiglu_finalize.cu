@@ -1,9 +1,10 @@
 // The two elementwise stages of the fused MoE (overview: src/moe/fused_moe.cu):
 //   swiglu_kernel    F1 [rows, 2I] -> A2 [rows, I]: h = silu(gate) * up, rounded to the activation
-//                    dtype, then (W4A4) NVFP4-quantized with fc2_act_global and decoded exactly.
+//                    dtype; swiglu_quant_kernel (W4A4) then NVFP4-quantizes it with fc2_act_global
+//                    and decodes it exactly.
 //   finalize_kernel  F2 [rows, H] -> out [T, H]: acc = acc + final_scales[t, j] * F2[perm(t, j)]
 //                    from +0 in FP32 in j order (product and sum each rounded, no FMA), rounded once.
-// Both move 16-byte vectors; the row count of SwiGLU is read on the device (offsets[E_local]).
+// The row count of SwiGLU is read on the device (offsets[E_local]).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,7 +20,50 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <bool kBF16, bool kQuant>
+// W4A4: four threads per 16-element block (4 elements each, the block amax across them by
+// shuffles), so the NVFP4 round trip's dependent chain is a quarter of one thread per block: the
+// kernel sits on the critical path between FC1 and FC2 (H100 session 6).
+template <bool kBF16>
+__global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(SwigluArgs s) {
+  quant::pdl_launch_dependents();  // both no-ops unless launched with PDL
+  quant::pdl_wait();
+  const int64_t I = s.inter;
+  const int64_t quarters = I / 4;  // 4-element pieces per row
+  const int64_t rows = *s.total_rows;
+  const int64_t items = rows * quarters;
+  const uint16_t* f1 = static_cast<const uint16_t*>(s.f1);
+  uint16_t* a2 = static_cast<uint16_t*>(s.a2);
+  const int64_t stride = int64_t(gridDim.x) * kThreads;
+  // The same trip count for every thread of a block (the shuffles need the whole warp).
+  for (int64_t i0 = int64_t(blockIdx.x) * kThreads; i0 < items; i0 += stride) {
+    const int64_t idx = i0 + threadIdx.x;
+    const bool live = idx < items;
+    int64_t r = 0, c = 0;
+    if (live) divmod_nonneg(idx, quarters, r, c);
+    float h[4] = {};
+    if (live) {
+      const uint16_t* row = f1 + r * 2 * I;
+      const uint2 u = *reinterpret_cast<const uint2*>(row + c * 4);
+      const uint2 g = *reinterpret_cast<const uint2*>(row + I + c * 4);
+      const uint32_t uw[2] = {u.x, u.y}, gw[2] = {g.x, g.y};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float up = act_to_float<kBF16>((uw[i / 2] >> (16 * (i % 2))) & 0xffffu);
+        const float gate = act_to_float<kBF16>((gw[i / 2] >> (16 * (i % 2))) & 0xffffu);
+        h[i] = act_to_float<kBF16>(float_to_act<kBF16>(swiglu(gate, up)));  // the reference quantizes the 16-bit h
+      }
+    }
+    const float gs = live ? s.act_global[s.per_expert ? s.row_expert[r] : 0] : 1.0f;
+    nvfp4_exact_roundtrip_lanes<4>(h, gs);
+    if (live)
+      *reinterpret_cast<uint2*>(a2 + r * I + c * 4) =
+          make_uint2(float_to_act<kBF16>(h[0]) | (float_to_act<kBF16>(h[1]) << 16),
+                     float_to_act<kBF16>(h[2]) | (float_to_act<kBF16>(h[3]) << 16));
+  }
+}
+
+// W4A16: one thread per 16-element block.
+template <bool kBF16>
 __global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluArgs s) {
   quant::pdl_launch_dependents();  // both no-ops unless launched with PDL
   quant::pdl_wait();
@@ -38,11 +82,6 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluArgs s) {
     load16<kBF16>(row + I + c * 16, gate);
 #pragma unroll
     for (int i = 0; i < 16; ++i) h[i] = swiglu(gate[i], up[i]);
-    if constexpr (kQuant) {
-      round16<kBF16>(h);  // the reference quantizes the 16-bit h
-      const float gs = s.act_global[s.per_expert ? s.row_expert[r] : 0];
-      nvfp4_exact_roundtrip16(h, gs);
-    }
     store16<kBF16>(a2 + r * I + c * 16, h);
   }
 }
@@ -95,9 +134,9 @@ __global__ void __launch_bounds__(kThreads) finalize_kernel(FinalizeArgs f) {
 }  // namespace
 
 Status launch_swiglu(const SwigluArgs& s, int sm_count, cudaStream_t stream) {
-  const int blocks = grid_for(s.max_rows * (s.inter / 16), kThreads, int64_t(sm_count) * 8);
-  auto* kernel = s.bf16 ? (s.quantize ? swiglu_kernel<true, true> : swiglu_kernel<true, false>)
-                        : (s.quantize ? swiglu_kernel<false, true> : swiglu_kernel<false, false>);
+  const int blocks = grid_for(s.max_rows * (s.inter / (s.quantize ? 4 : 16)), kThreads, int64_t(sm_count) * 8);
+  auto* kernel = s.bf16 ? (s.quantize ? swiglu_quant_kernel<true> : swiglu_kernel<true>)
+                        : (s.quantize ? swiglu_quant_kernel<false> : swiglu_kernel<false>);
   return detail::cuda_status(launch_kernel(kernel, dim3(blocks), dim3(kThreads), 0, stream, s.pdl, s),
                              "fused_moe: swiglu_kernel");
 }
