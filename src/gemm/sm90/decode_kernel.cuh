@@ -347,6 +347,25 @@ struct RowBlockStream {
 // Chunks [0, full_chunks(k)) lie entirely inside K.
 __device__ __forceinline__ int64_t full_chunks(const DecodeGemmArgs& args) { return args.k / 64; }
 
+// Streams the groups of G chunks of row block rb from chunk j while they end by j_stop, without
+// checks (RowBlockStream); returns the first chunk not streamed.
+template <typename T, int NT, int R, int G, bool kFragA>
+__device__ __forceinline__ int64_t stream_unchecked(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
+                                                    int64_t j, int64_t j_stop, int tok0, int lane,
+                                                    float (&acc)[R][NT][4]) {
+  if (j + G > j_stop) return j;
+  RowBlockStream<T, NT, R, G, kFragA> st;
+  st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
+  st.bind_activations(args, v, j, tok0, lane);
+  for (; j + G <= j_stop; j += G) {
+    WeightRegs<R, G> w;
+    st.load_weights(w);
+    st.compute(w, acc);
+    st.advance();
+  }
+  return j;
+}
+
 // Accumulates chunks [j, j_end) of row block rb: unchecked full groups, then the checked remainder.
 // kFragA: the arranged activations, like the prepacked weights, are zero-padded to whole chunks, so
 // every chunk is read unchecked; the last partial group goes chunk by chunk.
@@ -355,41 +374,10 @@ __device__ __forceinline__ void stream_row_block(const DecodeGemmArgs& args, con
                                                  int64_t j, int64_t j_end, int tok0, int lane,
                                                  float (&acc)[R][NT][4]) {
   if constexpr (kFragA) {
-    if (j + U <= j_end) {
-      RowBlockStream<T, NT, R, U, true> st;
-      st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
-      st.bind_activations(args, v, j, tok0, lane);
-      for (; j + U <= j_end; j += U) {
-        WeightRegs<R, U> w;
-        st.load_weights(w);
-        st.compute(w, acc);
-        st.advance();
-      }
-    }
-    if (j < j_end) {
-      RowBlockStream<T, NT, R, 1, true> st;
-      st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
-      st.bind_activations(args, v, j, tok0, lane);
-      for (; j < j_end; ++j) {
-        WeightRegs<R, 1> w;
-        st.load_weights(w);
-        st.compute(w, acc);
-        st.advance();
-      }
-    }
+    j = stream_unchecked<T, NT, R, U, true>(args, v, rb, j, j_end, tok0, lane, acc);
+    stream_unchecked<T, NT, R, 1, true>(args, v, rb, j, j_end, tok0, lane, acc);
   } else {
-    const int64_t j_full = min(j_end, full_chunks(args));
-    if (j + U <= j_full) {
-      RowBlockStream<T, NT, R, U> st;
-      st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
-      st.bind_activations(args, v, j, tok0, lane);
-      for (; j + U <= j_full; j += U) {
-        WeightRegs<R, U> w;
-        st.load_weights(w);
-        st.compute(w, acc);
-        st.advance();
-      }
-    }
+    j = stream_unchecked<T, NT, R, U, false>(args, v, rb, j, min(j_end, full_chunks(args)), tok0, lane, acc);
     for (; j < j_end; j += U) {
       ChunkRegs<NT, R, U> regs;
       load_group<T, NT, R, U>(args, v, regs, rb, j, j_end, tok0, lane);
