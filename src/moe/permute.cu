@@ -123,6 +123,30 @@ __device__ __forceinline__ unsigned long long block_exclusive_scan(unsigned long
 }
 
 // ---- gather ----------------------------------------------------------------------------------------------
+// W4A4 with a 16-bit input: one quarter (4 elements) of block c4 / 4 of input row t -> A1 row `row`
+// (row < 0: nothing to write, but the thread still takes part in the shuffles). Four consecutive
+// threads hold one 16-element block and meet in nvfp4_exact_roundtrip_lanes: a quarter of the
+// dependent chain of one thread per block (the gather is on the critical path before FC1).
+template <bool kBF16>
+__device__ __forceinline__ void gather_quantize_quarter(const GatherArgs& g, int64_t t, int row, int local_expert,
+                                                        int64_t c4) {
+  float x[4] = {};
+  if (row >= 0) {
+    const uint2 v = *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(g.input) + t * g.hidden + c4 * 4);
+    x[0] = act_to_float<kBF16>(v.x & 0xffffu);
+    x[1] = act_to_float<kBF16>(v.x >> 16);
+    x[2] = act_to_float<kBF16>(v.y & 0xffffu);
+    x[3] = act_to_float<kBF16>(v.y >> 16);
+  }
+  const float gs = row >= 0 ? g.act_global[g.per_expert ? local_expert : 0] : 1.0f;
+  nvfp4_exact_roundtrip_lanes<4>(x, gs);
+  if (row >= 0)
+    *reinterpret_cast<uint2*>(static_cast<uint16_t*>(g.a1) + int64_t(row) * g.hidden + c4 * 4) =
+        make_uint2(float_to_act<kBF16>(x[0]) | (float_to_act<kBF16>(x[1]) << 16),
+                   float_to_act<kBF16>(x[2]) | (float_to_act<kBF16>(x[3]) << 16));
+}
+
+
 // One item = 16 consecutive elements of a row: input row t, block c -> A1 row `row`.
 template <bool kBF16, GatherMode kMode>
 __device__ __forceinline__ void gather_item(const GatherArgs& g, int64_t t, int64_t row, int local_expert, int64_t c) {
@@ -145,6 +169,37 @@ __device__ __forceinline__ void gather_item(const GatherArgs& g, int64_t t, int6
     float x[16];
     nvfp4_decode16(codes, sf, x);
     store16<kBF16>(dst, x);
+  }
+}
+
+// Gathers the n entries' rows (row_of(i): A1 row of entry i, < 0 for none) with `threads` threads per
+// CTA: items (entry, 16-element block), consecutive threads on consecutive blocks of a row; W4A4 from
+// a 16-bit input in quarters (gather_quantize_quarter), with the same trip count for every thread.
+template <bool kBF16, GatherMode kMode, int kThreadsPerCta, class RowOf>
+__device__ __forceinline__ void gather_rows(const PermuteArgs& a, const GatherArgs& g, int n, RowOf row_of) {
+  const int64_t hb = g.hidden / 16;
+  const int64_t stride = int64_t(gridDim.x) * kThreadsPerCta;
+  if constexpr (kMode == GatherMode::kQuantize) {
+    const int64_t quarters = int64_t(n) * hb * 4;
+    for (int64_t i0 = int64_t(blockIdx.x) * kThreadsPerCta; i0 < quarters; i0 += stride) {
+      const int64_t idx = i0 + threadIdx.x;
+      int64_t i = 0, c4 = 0;
+      int row = -1;
+      if (idx < quarters) {
+        divmod_nonneg(idx, hb * 4, i, c4);
+        row = row_of(i);
+      }
+      gather_quantize_quarter<kBF16>(g, i / a.top_k, row, row >= 0 ? a.selected[i] - a.e_begin : 0, c4);
+    }
+  } else {
+    const int64_t items = int64_t(n) * hb;
+    for (int64_t idx = int64_t(blockIdx.x) * kThreadsPerCta + threadIdx.x; idx < items; idx += stride) {
+      int64_t i, c;
+      divmod_nonneg(idx, hb, i, c);
+      const int row = row_of(i);
+      if (row < 0) continue;
+      gather_item<kBF16, kMode>(g, int(i) / a.top_k, row, a.selected[i] - a.e_begin, c);
+    }
   }
 }
 
@@ -216,16 +271,7 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
   }
   __syncthreads();
 
-  // Gather: items (entry, 16-element block), consecutive threads on consecutive blocks of a row.
-  const int64_t hb = g.hidden / 16;
-  const int64_t items = int64_t(n) * hb;
-  for (int64_t idx = int64_t(blockIdx.x) * kPermuteThreads + tid; idx < items; idx += int64_t(gridDim.x) * kPermuteThreads) {
-    int64_t i, c;
-    divmod_nonneg(idx, hb, i, c);
-    const int row = perm_s[i];
-    if (row < 0) continue;
-    gather_item<kBF16, kMode>(g, int(i) / a.top_k, row, a.selected[i] - a.e_begin, c);
-  }
+  gather_rows<kBF16, kMode, kPermuteThreads>(a, g, n, [&](int64_t i) { return int(perm_s[i]); });
 }
 
 // ---- multi-kernel path -------------------------------------------------------------------------------------
@@ -332,16 +378,7 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_rank_kernel(PermuteAr
 constexpr int kGatherThreads = 256;
 template <bool kBF16, GatherMode kMode>
 __global__ void __launch_bounds__(kGatherThreads) gather_kernel(PermuteArgs a, GatherArgs g) {
-  const int64_t hb = g.hidden / 16;
-  const int64_t items = int64_t(a.n) * hb;
-  for (int64_t idx = int64_t(blockIdx.x) * kGatherThreads + threadIdx.x; idx < items;
-       idx += int64_t(gridDim.x) * kGatherThreads) {
-    int64_t i, c;
-    divmod_nonneg(idx, hb, i, c);
-    const int row = a.perm[i];
-    if (row < 0) continue;
-    gather_item<kBF16, kMode>(g, int(i) / a.top_k, row, a.selected[i] - a.e_begin, c);
-  }
+  gather_rows<kBF16, kMode, kGatherThreads>(a, g, a.n, [&](int64_t i) { return a.perm[i]; });
 }
 
 template <template <bool, GatherMode> class Launcher>
@@ -378,6 +415,11 @@ struct GatherLauncher {
   }
 };
 
+// Threads the gather wants: one per (entry, 16-element block), four in W4A4 from a 16-bit input.
+int64_t gather_threads(const PermuteArgs& a, const GatherArgs& g) {
+  return int64_t(a.n) * (g.hidden / 16) * (g.mode == GatherMode::kQuantize ? 4 : 1);
+}
+
 }  // namespace
 
 Status launch_permute_gather_fused(const PermuteArgs& a, const GatherArgs& g, int sm_count, cudaStream_t stream) {
@@ -385,7 +427,7 @@ Status launch_permute_gather_fused(const PermuteArgs& a, const GatherArgs& g, in
     return Status(StatusCode::kInternal, "fused_moe: fused permutation used outside its limits");
   // Every block ranks all entries (a few microseconds at most at n = 4096), so the grid is kept
   // to one wave: two 512-thread blocks per SM (the register file holds two).
-  const int blocks = grid_for(int64_t(a.n) * (g.hidden / 16), kPermuteThreads, int64_t(sm_count) * 2);
+  const int blocks = grid_for(gather_threads(a, g), kPermuteThreads, int64_t(sm_count) * 2);
   return dispatch_gather<FusedLauncher>(g, a, g, blocks, stream);
 }
 
@@ -404,7 +446,7 @@ Status launch_permute_multi(const PermuteArgs& a, cudaStream_t stream) {
 }
 
 Status launch_gather(const PermuteArgs& a, const GatherArgs& g, int sm_count, cudaStream_t stream) {
-  const int blocks = grid_for(int64_t(a.n) * (g.hidden / 16), kGatherThreads, int64_t(sm_count) * 8);
+  const int blocks = grid_for(gather_threads(a, g), kGatherThreads, int64_t(sm_count) * 8);
   return dispatch_gather<GatherLauncher>(g, a, g, blocks, stream);
 }
 
