@@ -66,7 +66,15 @@ struct DecodeGemmArgs {
   int64_t group_bytes;       // prepacked bytes per group
   int64_t code_bytes;        // offset of the scales inside a group's buffer
   int dp_kw;                 // decode_dp_kernel: warps per row block (1, 2, 4 or 8)
+  // decode_dp_kernel (dense): chunks of each row tile, after the first load group, that a warp
+  // asks L2 to prefetch before its PDL wait (0: none). Set when the kernel waits for a staging
+  // kernel of our own (W4A4), during which HBM would otherwise idle.
+  int l2_prefetch_chunks;
 };
+
+__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
 
 // The problem one row block belongs to: the whole GEMM (dense) or one group (grouped).
 struct DecodeView {
@@ -562,6 +570,15 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || (kFragA && NT <= 
     if (early) {
       st.bind_weights(args, G ? view.b_codes : args.b_codes, G ? view.b_scales : args.b_scales, rb, j, lane);
       st.load_weights(w);
+      if (!G && args.l2_prefetch_chunks > 0 && lane < R) {
+        // Lane r: the next chunks of row tile r (contiguous codes, contiguous scales).
+        const int64_t n = min(int64_t(args.l2_prefetch_chunks), j_end - j - U);
+        if (n > 0) {
+          const int64_t chunk = (rb * R + lane) * args.k_chunks + j + U;
+          prefetch_l2(args.b_codes + chunk * 32, uint32_t(n) * kChunkCodeBytes);
+          prefetch_l2(args.b_scales + chunk * 8, uint32_t(n) * kChunkScaleBytes);
+        }
+      }
     }
     grid_dependency_wait();
     if constexpr (!G) view = dense_view(args);
