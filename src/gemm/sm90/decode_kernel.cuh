@@ -522,7 +522,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 // registers it spilled and lost to the plain kernel; H100 session 5), so that the other grouped
 // kernels keep their register allocation.
 // kFragA (dense only): A is in B-fragment order (fragment_activations.h, arranged by the host
-// before the launch; args.a points to it).
+// before the launch; args.a points to it). Its tiles of up to 16 tokens are bounded to 2 CTAs/SM
+// (128 registers), where the 4-chunk 16-token configurations still fit without spills.
 template <typename T, typename OutT, int NT, int R, int U, bool G = false, bool kReady = false, bool kFragA = false>
 __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || (kFragA && NT <= 2) ? 2 : decode_min_ctas_per_sm<NT, R, G>())
     decode_dp_kernel(const DecodeGemmArgs args) {
