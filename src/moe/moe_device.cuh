@@ -87,22 +87,10 @@ __device__ __forceinline__ float swiglu(float gate, float up) {
 // produces for this block: amax over |x| ignoring NaNs, nvfp4_block_scale, nvfp4_encode_element.
 // The product has at most 6 significant bits and lies in [2^-10, 2688] (or is 0), so it is exact in
 // FP32, BF16 and FP16 (FP16's smallest normal is 2^-14).
-__device__ __forceinline__ void nvfp4_exact_roundtrip16(float (&x)[16], float gs) {
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) amax = format::fmax_nan_ignoring(amax, format::abs_f(x[i]));
-  const format::BlockScale bs = format::nvfp4_block_scale(amax, gs, QuantNumerics::kExact);
-  const float sf = format::e4m3_to_float(bs.sf);
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    const uint32_t code = format::nvfp4_encode_element(x[i], bs, QuantNumerics::kExact);
-    x[i] = __fmul_rn(format::e2m1_to_float(code), sf);
-  }
-}
-
-// nvfp4_exact_roundtrip16 with the 16-element block spread over 16 / N aligned consecutive lanes
-// of N elements each (every lane of the warp calls it; `gs` may differ between blocks): the same
-// values (the block amax is a max, whatever the order), with the per-element work in parallel.
+// The block is spread over 16 / N aligned consecutive lanes of N elements each (every lane of the
+// warp calls it; `gs` may differ between blocks). The amax is a max, so the values do not depend on
+// N; smaller N shortens each thread's dependent chain (the kernels that call it are on the MoE's
+// critical path).
 template <int N>
 __device__ __forceinline__ void nvfp4_exact_roundtrip_lanes(float (&x)[N], float gs) {
   static_assert(N == 1 || N == 2 || N == 4 || N == 8 || N == 16, "a power of two up to 16");

@@ -147,22 +147,18 @@ __device__ __forceinline__ void gather_quantize_quarter(const GatherArgs& g, int
 }
 
 
-// One item = 16 consecutive elements of a row: input row t, block c -> A1 row `row`.
+// One item = 16 consecutive elements of a row: input row t, block c -> A1 row `row` (W4A16 copy, or
+// W4A4 from an NVFP4 input: decoded).
 template <bool kBF16, GatherMode kMode>
-__device__ __forceinline__ void gather_item(const GatherArgs& g, int64_t t, int64_t row, int local_expert, int64_t c) {
+__device__ __forceinline__ void gather_item(const GatherArgs& g, int64_t t, int64_t row, int64_t c) {
   uint16_t* dst = static_cast<uint16_t*>(g.a1) + row * g.hidden + c * 16;
   if constexpr (kMode == GatherMode::kCopy) {
     const uint4* src = reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(g.input) + t * g.hidden + c * 16);
     const uint4 v0 = src[0], v1 = src[1];
     reinterpret_cast<uint4*>(dst)[0] = v0;
     reinterpret_cast<uint4*>(dst)[1] = v1;
-  } else if constexpr (kMode == GatherMode::kQuantize) {
-    float x[16];
-    load16<kBF16>(static_cast<const uint16_t*>(g.input) + t * g.hidden + c * 16, x);
-    const float gs = g.act_global[g.per_expert ? local_expert : 0];
-    nvfp4_exact_roundtrip16(x, gs);
-    store16<kBF16>(dst, x);
   } else {
+    static_assert(kMode == GatherMode::kDecode, "kQuantize gathers in quarters (gather_quantize_quarter)");
     const uint2 codes = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(g.input) + t * (g.hidden / 2) + c * 8);
     const int64_t sf_cols = g.hidden / 16;  // a multiple of 4 (hidden % 64 == 0)
     const uint8_t sf = g.input_scales[format::sf_offset_128x4(t, c, sf_cols)];
@@ -198,7 +194,7 @@ __device__ __forceinline__ void gather_rows(const PermuteArgs& a, const GatherAr
       divmod_nonneg(idx, hb, i, c);
       const int row = row_of(i);
       if (row < 0) continue;
-      gather_item<kBF16, kMode>(g, int(i) / a.top_k, row, a.selected[i] - a.e_begin, c);
+      gather_item<kBF16, kMode>(g, int(i) / a.top_k, row, c);
     }
   }
 }

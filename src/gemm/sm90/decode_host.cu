@@ -215,18 +215,42 @@ sm90::DecodeKernelFn grouped_kernel_for(const GroupedTactic& t, const GroupedGem
 // list covers every active group however the rows are distributed.
 int64_t grouped_slots(const GroupedGemmParams& p) { return std::max<int64_t>(1, std::min(p.groups, p.max_rows)); }
 
-DecodeGeometry grouped_geometry(const GroupedTactic& t, const GroupedGemmParams& p) {
+// The kernel a grouped launch runs and its geometry. Many small row blocks with one warp each go to
+// the balanced persistent kernel (grouped_dp_balanced; its grid is at most one resident wave), but
+// not when the group list is ready early (FC2 after the fused permutation): that kernel requests
+// its first weights before the PDL wait, which is worth more (H100 session 6).
+struct GroupedPlan {
+  sm90::DecodeKernelFn fn;
+  DecodeGeometry g;
+};
+
+GroupedPlan grouped_plan(const GroupedTactic& t, const GroupedGemmParams& p) {
+  GroupedPlan plan;
+  plan.fn = grouped_kernel_for(t, p);
   // max_group_rows == 0: unknown, any group may hold all rows.
   const int64_t group_rows = p.max_group_rows > 0 ? std::min(p.max_group_rows, p.max_rows) : p.max_rows;
-  return decode_geometry(grouped_kernel_for(t, p), t.nt, t.rows, t.unroll, t.dp, p.n, p.k, group_rows,
-                         grouped_slots(p), &p);
+  plan.g = decode_geometry(plan.fn, t.nt, t.rows, t.unroll, t.dp, p.n, p.k, group_rows, grouped_slots(p), &p);
+  if (!t.dp || p.groups_ready) return plan;
+  sm90::DecodeKernelFn balanced = p.a_dtype == DType::kBF16
+                                      ? sm90::decode_dp_balanced_kernel_for<__nv_bfloat16>(t.nt, t.rows, t.unroll)
+                                      : sm90::decode_dp_balanced_kernel_for<__half>(t.nt, t.rows, t.unroll);
+  if (!balanced || !grouped_dp_balanced(p.groups, p.max_rows, plan.g.row_blocks, plan.g.dp_kw, sm_count(),
+                                        ctas_per_sm(balanced)))
+    return plan;
+  const int64_t units = grouped_slots(p) * plan.g.row_blocks;
+  plan.fn = balanced;
+  plan.g.ctas = std::max<int64_t>(1, std::min<int64_t>(int64_t(sm_count()) * ctas_per_sm(balanced),
+                                                       (units + sm90::kDecodeWarps - 1) / sm90::kDecodeWarps));
+  plan.g.warps = plan.g.ctas * sm90::kDecodeWarps;
+  return plan;
 }
 
 }  // namespace
 
 Status grouped_decode_can_implement(const GroupedTactic& t, const GroupedGemmParams& p) {
-  if (!grouped_kernel_for(t, p)) return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": not instantiated");
-  const DecodeGeometry g = grouped_geometry(t, p);
+  const GroupedPlan plan = grouped_plan(t, p);
+  if (!plan.fn) return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": not instantiated");
+  const DecodeGeometry& g = plan.g;
   if (g.token_groups > 65535)
     return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": too many token groups");
   if (t.dp && g.ctas >= (int64_t(1) << 31))
@@ -235,12 +259,13 @@ Status grouped_decode_can_implement(const GroupedTactic& t, const GroupedGemmPar
 }
 
 size_t grouped_decode_workspace_bytes(const GroupedTactic& t, const GroupedGemmParams& p) {
-  const DecodeGeometry g = grouped_geometry(t, p);
+  const DecodeGeometry g = grouped_plan(t, p).g;
   return size_t(g.partial_floats) * 4 + size_t(g.counters) * 4;
 }
 
 Status grouped_decode_launch(const GroupedTactic& t, const GroupedGemmParams& p, void* workspace, cudaStream_t stream) {
-  const DecodeGeometry g = grouped_geometry(t, p);
+  const GroupedPlan plan = grouped_plan(t, p);
+  const DecodeGeometry& g = plan.g;
   const PrepackedShape s = prepacked_shape(p.n, p.k);
   // m, the scale pointer and alpha are per group (group_view in the kernel); no bias.
   sm90::DecodeGemmArgs a = decode_args(g, p.n, p.k, p.a, p.lda, p.b_prepacked, p.alpha, p.d, p.ldd, workspace);
@@ -250,21 +275,7 @@ Status grouped_decode_launch(const GroupedTactic& t, const GroupedGemmParams& p,
   a.num_active = p.num_active;
   a.group_bytes = s.bytes();
   a.code_bytes = s.code_bytes();
-  // Many small row blocks with one warp each: the balanced persistent kernel (grouped_dp_balanced).
-  // Not when the group list is ready early (FC2 after the fused permutation): that kernel requests
-  // its first weights before the PDL wait, which is worth more (H100 session 6).
-  sm90::DecodeKernelFn balanced = nullptr;
-  if (t.dp && !p.groups_ready)
-    balanced = p.a_dtype == DType::kBF16 ? sm90::decode_dp_balanced_kernel_for<__nv_bfloat16>(t.nt, t.rows, t.unroll)
-                                         : sm90::decode_dp_balanced_kernel_for<__half>(t.nt, t.rows, t.unroll);
-  if (balanced && grouped_dp_balanced(p.groups, p.max_rows, g.row_blocks, g.dp_kw, sm_count(), ctas_per_sm(balanced))) {
-    DecodeGeometry b = g;  // one resident wave at most
-    const int64_t units = a.slots * g.row_blocks;
-    b.ctas = std::max<int64_t>(1, std::min<int64_t>(int64_t(sm_count()) * ctas_per_sm(balanced),
-                                                    (units + sm90::kDecodeWarps - 1) / sm90::kDecodeWarps));
-    return decode_run(balanced, b, a, stream, "grouped gemm", t.name, p.enable_pdl);
-  }
-  return decode_run(grouped_kernel_for(t, p), g, a, stream, "grouped gemm", t.name, p.enable_pdl);
+  return decode_run(plan.fn, g, a, stream, "grouped gemm", t.name, p.enable_pdl);
 }
 
 }  // namespace fp4kit::gemm_impl
