@@ -139,6 +139,10 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
   return w;
 }
 
+// The vector epilogue writes 8 outputs (16 bytes) at once: D and its rows must be 16-byte aligned.
+int vec_epilogue_ok(const void* d, int64_t ldd, int64_t n) {
+  return reinterpret_cast<uintptr_t>(d) % 16 == 0 && ldd % 8 == 0 && n % 8 == 0 ? 1 : 0;
+}
 
 }  // namespace
 
@@ -182,6 +186,7 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   a.bias = p.bias;
   a.d = p.d;
   a.ldd = p.ldd ? p.ldd : p.n;
+  a.vec_epilogue = vec_epilogue_ok(p.d, a.ldd, p.n);
   const WgSplit split = wgmma_split(t, p);
   a.k_splits = int(split.k_splits);
   a.stream_k = split.stream_k ? 1 : 0;
@@ -240,6 +245,7 @@ Status grouped_wgmma_launch(const GroupedTactic& t, const GroupedGemmParams& p, 
   a.bias = nullptr;
   a.d = p.d;
   a.ldd = p.ldd ? p.ldd : p.n;
+  a.vec_epilogue = vec_epilogue_ok(p.d, a.ldd, p.n);
   a.offsets = p.offsets;
   a.groups = int(p.groups);
   a.k_splits = 1;
