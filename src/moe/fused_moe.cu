@@ -321,6 +321,16 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   } else {
     FP4KIT_RETURN_IF_ERROR(moe_impl::launch_permute_multi(pa, stream));
     FP4KIT_RETURN_IF_ERROR(check_ids());
+    if (ga.mode == moe_impl::GatherMode::kQuantize && !ga.per_expert) {
+      // Quantize each token once into FC1's output buffer (free until FC1: T rows of H fit in its
+      // T*k rows of max(2I, H)), then gather copies: top_k times less NVFP4 work, the same values.
+      // H100, W4A4 T = 4096: fi-256 2235 -> 1710 us, Qwen3.6 960 -> 851 (docs/PERF.md, session 7).
+      moe_impl::GatherArgs q = ga;
+      q.a1 = gemm_out;
+      FP4KIT_RETURN_IF_ERROR(moe_impl::launch_quantize_rows(q, d.tokens, sms, stream));
+      ga.mode = moe_impl::GatherMode::kCopy;
+      ga.input = q.a1;
+    }
     FP4KIT_RETURN_IF_ERROR(moe_impl::launch_gather(pa, ga, sms, stream));
   }
 

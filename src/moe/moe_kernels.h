@@ -100,6 +100,10 @@ Status launch_permute_gather_fused(const PermuteArgs& a, const GatherArgs& g, in
 Status launch_permute_multi(const PermuteArgs& a, cudaStream_t stream);
 // ... then the gather, after the optional expert-id check.
 Status launch_gather(const PermuteArgs& a, const GatherArgs& g, int sm_count, cudaStream_t stream);
+// W4A4 with a 16-bit input and one activation global scale: the FC1 input of every token, quantized
+// and decoded once ([tokens, hidden] 16-bit into g.a1, g.mode == kQuantize, !g.per_expert), so that
+// the gather can copy rows instead of quantizing each of the top_k entries of a token again.
+Status launch_quantize_rows(const GatherArgs& g, int64_t tokens, int sm_count, cudaStream_t stream);
 
 // ---- SwiGLU and finalize ----------------------------------------------------------------------------
 struct SwigluArgs {

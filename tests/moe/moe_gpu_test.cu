@@ -460,6 +460,10 @@ TEST(MoeGpu, PermutationPaths) {
   run_case({512, 128, 64, 16, 8, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4000);   // 4096 rows: fused
   run_case({600, 128, 64, 16, 8, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4001);   // 4800 rows: 2 chunks
   run_case({1100, 64, 64, 64, 8, 2, 1, MoeMode::kW4A4, DType::kFP16}, 4002);    // 8800 rows: 3 chunks
+  // W4A4 on the multi-kernel path: one activation global scale quantizes each token once and the
+  // gather copies (launch_quantize_rows); per-expert scales quantize each entry in the gather.
+  run_case({1100, 192, 64, 16, 4, 1, 0, MoeMode::kW4A4, DType::kBF16}, 4005);
+  run_case({1100, 192, 64, 16, 4, 1, 0, MoeMode::kW4A4, DType::kBF16, false, true}, 4006);
   run_case({8, 64, 64, 1026, 2, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4003);    // E_local > 512
   run_case({300, 64, 64, 2048, 8, 1, 0, MoeMode::kW4A16, DType::kFP16}, 4004);  // E_local 2048: 8-warp chunks, 2 of them
 }
@@ -470,6 +474,9 @@ TEST(MoeGpu, ManyExpertsLargeBatch) {
   FP4KIT_REQUIRE_SM90A();
   run_case({512, 128, 64, 256, 8, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4100);   // 16 rows / expert
   run_case({4096, 128, 64, 256, 8, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4101);  // 128 rows / expert
+  // 256x128 tiles for both GEMMs (n = 2I >= 256); W4A4 copies the per-token quantized rows.
+  run_case({2048, 128, 128, 64, 4, 1, 0, MoeMode::kW4A16, DType::kFP16}, 4102);
+  run_case({2048, 192, 128, 64, 4, 1, 0, MoeMode::kW4A4, DType::kBF16}, 4103);
 }
 
 TEST(MoeGpu, EmptyBatch) {
