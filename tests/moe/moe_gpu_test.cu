@@ -477,6 +477,10 @@ TEST(MoeGpu, ManyExpertsLargeBatch) {
   // 256x128 tiles for both GEMMs (n = 2I >= 256); W4A4 copies the per-token quantized rows.
   run_case({2048, 128, 128, 64, 4, 1, 0, MoeMode::kW4A16, DType::kFP16}, 4102);
   run_case({2048, 192, 128, 64, 4, 1, 0, MoeMode::kW4A4, DType::kBF16}, 4103);
+  // 550 rows per expert: 128x256 tiles; W4A4 with per-expert activation scales (the gather
+  // quantizes every entry).
+  run_case({1100, 128, 64, 8, 4, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4104);
+  run_case({1100, 128, 64, 8, 4, 1, 0, MoeMode::kW4A4, DType::kFP16, false, true}, 4105);
 }
 
 TEST(MoeGpu, EmptyBatch) {
