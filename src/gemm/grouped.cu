@@ -28,6 +28,8 @@ const GroupedTactic kTactics[] = {
     {8, GroupedFamily::kDecode, 1, 1, 4, 0, 0, 0, "grouped_decode_dp_m8_r16_u4", true},
     {9, GroupedFamily::kDecode, 1, 2, 4, 0, 0, 0, "grouped_decode_dp_m8_r32_u4", true},
     {10, GroupedFamily::kDecode, 2, 2, 2, 0, 0, 0, "grouped_decode_dp_m16_r32_u2", true},
+    {11, GroupedFamily::kWgmma, 0, 0, 0, 128, 144, 6, "grouped_wgmma_128x144_s6"},
+    {12, GroupedFamily::kWgmma, 0, 0, 0, 128, 160, 6, "grouped_wgmma_128x160_s6"},
 };
 constexpr int kTacticCount = int(sizeof(kTactics) / sizeof(kTactics[0]));
 
@@ -115,6 +117,11 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p) {
   // against 128x64; docs/PERF.md); 128x128 when the groups have fewer than 256 weight rows. Above
   // 256 rows 128x256: 256x128 won 2-4 % at 512 rows on the small-expert presets but lost 8-10 % on
   // Mixtral and fi-32 (T=2048, 512 rows per expert).
+  // 113..136 rows (MoE T=4096 with E=256: ~128 +- 11 rows per expert), a 144-token tile: one tile
+  // per expert where 128-token tiles need 1.5 (H100 session 7, eager us, both GEMMs on the tile, 7 ->
+  // 11: DeepSeek-V3 7013 -> 6344, Qwen3.6 688 -> 653, fi-256 1407 -> 1392; at 96 and 256 rows per
+  // expert 256x128 stays faster: Qwen3.6 T=3072 505 vs 580, Qwen3-30B T=4096 820 vs 831).
+  if (mean_rows > 112 && mean_rows <= 136 && p.n >= 256) return 11;
   if (mean_rows <= 256) return p.n >= 256 ? 7 : 5;
   return 6;
 }

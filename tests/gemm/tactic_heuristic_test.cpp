@@ -127,6 +127,27 @@ TEST(GroupedDpSchedule, BalancedKernelOnlyWithManyRowBlocksPerWarp) {
 // lists, and this is what keeps them in agreement (no GPU needed: the lookups are host code).
 alignas(256) uint8_t g_fake[1 << 16];  // never dereferenced: can_implement does not touch memory
 
+// The grouped (MoE) tile by rows per expert, from the H100 sweeps of sessions 4 and 7
+// (docs/PERF.md): rows = T * top_k spread over E experts, at most T rows in one expert.
+TEST(GroupedHeuristic, TileByRowsPerExpert) {
+  auto pick_grouped = [](int64_t experts, int64_t tokens, int64_t top_k, int64_t n, int64_t k) {
+    GroupedGemmParams p;
+    p.groups = experts;
+    p.max_rows = tokens * top_k;
+    p.max_group_rows = tokens;
+    p.n = n;
+    p.k = k;
+    return std::string(grouped_gemm_tactic(grouped_gemm_default_tactic(p))->name);
+  };
+  EXPECT_EQ(pick_grouped(256, 8, 8, 1024, 2048), "grouped_decode_dp_m8_r32_u4");  // Qwen3.6 FC1 T=8
+  EXPECT_EQ(pick_grouped(256, 1024, 8, 1024, 2048), "grouped_wgmma_128x64_s6");   // 32 rows
+  EXPECT_EQ(pick_grouped(256, 2048, 8, 1024, 2048), "grouped_wgmma_256x128_s4");  // 64 rows
+  EXPECT_EQ(pick_grouped(256, 4096, 8, 1024, 2048), "grouped_wgmma_128x144_s6");  // 128 rows
+  EXPECT_EQ(pick_grouped(256, 4096, 8, 128, 2048), "grouped_wgmma_128x128_s4");   // < 256 weight rows
+  EXPECT_EQ(pick_grouped(128, 4096, 8, 1536, 2048), "grouped_wgmma_256x128_s4");  // Qwen3-30B, 256 rows
+  EXPECT_EQ(pick_grouped(8, 2048, 2, 28672, 4096), "grouped_wgmma_128x256_s4");   // Mixtral, 512 rows
+}
+
 TEST(TacticTables, EveryTacticIsInstantiated) {
   GemmParams p;
   p.m = 4, p.n = 256, p.k = 256;

@@ -87,8 +87,9 @@ constexpr int kWgMaxGroups = 1024;  // grouped mode: tile prefix sums live in sh
 template <int BN, int BM, int S>
 struct WgCfg {
   static_assert(BN == 128 || BN == 256, "BN: 128 or 256 weight rows");
-  static_assert(BM == 8 || BM == 16 || BM == 32 || BM == 64 || BM == 128 || BM == 256,
-                "BM: 8, 16, 32, 64, 128 or 256 tokens");
+  static_assert(BM == 8 || BM == 16 || BM == 32 || (BM % 16 == 0 && BM >= 64 && BM <= 256),
+                "BM: 8, 16, 32, or a multiple of 16 in [64, 256] tokens (N other than a power of two: the "
+                "GmmaRS specialization comes from cute/arch/mma_sm90_gmma_ext.hpp in its TU)");
   static constexpr int kSlabs = BN / 128;        // m64 slabs per consumer warpgroup
   static constexpr int kAcc = BM / 2;            // accumulator floats per thread per slab
   static_assert(kSlabs * kAcc <= 128, "accumulators must fit in registers");

@@ -64,7 +64,9 @@ WgmmaKernel grouped_wgmma_kernel_instance() {
   X(128, 64, 6)                         \
   X(128, 128, 4)                        \
   X(128, 256, 4)                        \
-  X(256, 128, 4)
+  X(256, 128, 4)                        \
+  X(128, 144, 6)                        \
+  X(128, 160, 6)
 
 #define FP4KIT_GROUPED_WGMMA_DECLARE(T, BN, BM, S) \
   extern template WgmmaKernel grouped_wgmma_kernel_instance<T, BN, BM, S>();

@@ -1,0 +1,29 @@
+// Grouped large-M instantiations with token tiles of 144 and 160 (gemm/grouped.h): MoE groups of
+// ~128 +- 11 rows fit one tile instead of 1.5 tiles of 128. wgmma N = 144 / 160 comes from CuTe's
+// extended GMMA table, included only here (it is large).
+#include "gemm/sm90/wgmma_launch.cuh"
+
+#include <cute/arch/mma_sm90_gmma_ext.hpp>
+
+namespace fp4kit::gemm_impl::sm90 {
+template <>
+struct GmmaRS<__nv_bfloat16, 144> {
+  using Op = cute::SM90::GMMA::MMA_64x144x16_F32BF16BF16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
+};
+template <>
+struct GmmaRS<__nv_bfloat16, 160> {
+  using Op = cute::SM90::GMMA::MMA_64x160x16_F32BF16BF16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
+};
+template <>
+struct GmmaRS<__half, 144> {
+  using Op = cute::SM90::GMMA::MMA_64x144x16_F32F16F16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
+};
+template <>
+struct GmmaRS<__half, 160> {
+  using Op = cute::SM90::GMMA::MMA_64x160x16_F32F16F16_RS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
+};
+template WgmmaKernel grouped_wgmma_kernel_instance<__nv_bfloat16, 128, 144, 6>();
+template WgmmaKernel grouped_wgmma_kernel_instance<__nv_bfloat16, 128, 160, 6>();
+template WgmmaKernel grouped_wgmma_kernel_instance<__half, 128, 144, 6>();
+template WgmmaKernel grouped_wgmma_kernel_instance<__half, 128, 160, 6>();
+}  // namespace fp4kit::gemm_impl::sm90
