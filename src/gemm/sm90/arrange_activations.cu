@@ -15,6 +15,7 @@
 #include "format/scale_layout.h"
 #include "gemm/arrange_activations.h"
 #include "gemm/fragment_activations.h"
+#include "gemm/sm90/pack_pair.cuh"
 #include "gemm/stage_activations.h"
 
 namespace fp4kit::gemm_impl {
@@ -31,16 +32,7 @@ struct ArrangeArgs {
   uint4* out;
 };
 
-template <typename OutT>
-__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
-  if constexpr (std::is_same_v<OutT, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-}
+using sm90::pack_pair;
 
 // OutT = void: W4A16 (copy 32-bit words); else W4A4 decoded to OutT.
 template <typename OutT>

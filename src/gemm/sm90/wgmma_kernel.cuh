@@ -49,6 +49,7 @@
 #include "gemm/prepacked_layout.h"
 #include "gemm/sm90/fragment_decode.cuh"
 #include "gemm/sm90/mbarrier.cuh"
+#include "gemm/sm90/pack_pair.cuh"
 #include "gemm/sm90/stream_k.cuh"
 
 namespace fp4kit::gemm_impl::sm90 {
@@ -216,17 +217,6 @@ template <typename OutT>
 __device__ __forceinline__ OutT wg_to_out(float v) {
   if constexpr (std::is_same_v<OutT, __nv_bfloat16>) return __float2bfloat16_rn(v);
   else return __float2half_rn(v);
-}
-// Two floats narrowed to one packed pair, `lo` in the low half (the lower column).
-template <typename OutT>
-__device__ __forceinline__ uint32_t wg_pack_out(float lo, float hi) {
-  if constexpr (std::is_same_v<OutT, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
 }
 template <typename OutT>
 __device__ __forceinline__ float wg_from_out(OutT v) {
@@ -613,13 +603,13 @@ __global__ void __launch_bounds__(kWgThreads, 1)
           if constexpr (BM >= 16) {
 #pragma unroll
             for (int i = 0; i < BM / 8; i += 2)
-              stmatrix_x4_trans(epi + i * 256 + st_off, wg_pack_out<T>(a[4 * i] * alpha + b0, a[4 * i + 1] * alpha + b0),
-                                wg_pack_out<T>(a[4 * i + 2] * alpha + b1, a[4 * i + 3] * alpha + b1),
-                                wg_pack_out<T>(a[4 * i + 4] * alpha + b0, a[4 * i + 5] * alpha + b0),
-                                wg_pack_out<T>(a[4 * i + 6] * alpha + b1, a[4 * i + 7] * alpha + b1));
+              stmatrix_x4_trans(epi + i * 256 + st_off, pack_pair<T>(a[4 * i] * alpha + b0, a[4 * i + 1] * alpha + b0),
+                                pack_pair<T>(a[4 * i + 2] * alpha + b1, a[4 * i + 3] * alpha + b1),
+                                pack_pair<T>(a[4 * i + 4] * alpha + b0, a[4 * i + 5] * alpha + b0),
+                                pack_pair<T>(a[4 * i + 6] * alpha + b1, a[4 * i + 7] * alpha + b1));
           } else {
-            stmatrix_x2_trans(epi + st_off, wg_pack_out<T>(a[0] * alpha + b0, a[1] * alpha + b0),
-                              wg_pack_out<T>(a[2] * alpha + b1, a[3] * alpha + b1));
+            stmatrix_x2_trans(epi + st_off, pack_pair<T>(a[0] * alpha + b0, a[1] * alpha + b0),
+                              pack_pair<T>(a[2] * alpha + b1, a[3] * alpha + b1));
           }
           __syncwarp();
 #pragma unroll
