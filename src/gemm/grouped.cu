@@ -110,19 +110,19 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p) {
   // The wgmma kernels keep per-group tile counts in shared memory (sm90::kWgMaxGroups = 1024).
   if (p.groups > 1024) return max_rows <= 8 ? 1 : max_rows <= 16 ? 2 : 3;
   if (mean_rows <= 32) return 4;
-  // 33..256 rows per group: 256 weight rows x 128 tokens (H100, session 4, MoE T=4096 = 128 rows
-  // per expert, FC1 x FC2 tactic sweep: DeepSeek-V3 9832 -> 8476 us, Qwen3.6-35B-A3B 944 -> 874,
-  // Qwen3-30B-A3B 1102 -> 1016 against 128x128; session 7 after the vector epilogue, eager us with
-  // both GEMMs on one tile: 64 rows (T=2048, E=256) Qwen3.6 556 -> 467 and fi-256 1092 -> 916
-  // against 128x64; docs/PERF.md); 128x128 when the groups have fewer than 256 weight rows. Above
-  // 256 rows 128x256: 256x128 won 2-4 % at 512 rows on the small-expert presets but lost 8-10 % on
-  // Mixtral and fi-32 (T=2048, 512 rows per expert).
-  // 113..136 rows (MoE T=4096 with E=256: ~128 +- 11 rows per expert), a 144-token tile: one tile
+  // 113..136 rows (MoE T=4096 with E=256: ~128 +- 11 rows per expert): a 144-token tile, one tile
   // per expert where 128-token tiles need 1.5 (H100 session 7, eager us, both GEMMs on the tile, 7 ->
   // 11: DeepSeek-V3 7013 -> 6344, Qwen3.6 688 -> 653, fi-256 1407 -> 1392; at 96 and 256 rows per
   // expert 256x128 stays faster: Qwen3.6 T=3072 505 vs 580, Qwen3-30B T=4096 820 vs 831).
   if (mean_rows > 112 && mean_rows <= 136 && p.n >= 256) return 11;
+  // Other 33..256 rows per group: 256 weight rows x 128 tokens (H100, session 4, MoE T=4096 = 128
+  // rows per expert, FC1 x FC2 tactic sweep: DeepSeek-V3 9832 -> 8476 us, Qwen3.6-35B-A3B 944 -> 874,
+  // Qwen3-30B-A3B 1102 -> 1016 against 128x128; session 7 after the vector epilogue, eager us with
+  // both GEMMs on one tile: 64 rows (T=2048, E=256) Qwen3.6 556 -> 467 and fi-256 1092 -> 916
+  // against 128x64; docs/PERF.md); 128x128 when the groups have fewer than 256 weight rows.
   if (mean_rows <= 256) return p.n >= 256 ? 7 : 5;
+  // Above 256 rows 128x256: 256x128 won 2-4 % at 512 rows on the small-expert presets but lost
+  // 8-10 % on Mixtral and fi-32 (T=2048, 512 rows per expert).
   return 6;
 }
 

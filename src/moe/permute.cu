@@ -178,7 +178,9 @@ __device__ __forceinline__ void gather_rows(const PermuteArgs& a, const GatherAr
         divmod_nonneg(idx, hb * 4, i, c4);
         row = row_of(i);
       }
-      gather_quantize_quarter<kBF16>(g, i / a.top_k, row, row >= 0 ? a.selected[i] - a.e_begin : 0, c4);
+      // The entry's expert only matters (and is only read) with per-expert activation scales.
+      const int le = row >= 0 && g.per_expert ? a.selected[i] - a.e_begin : 0;
+      gather_quantize_quarter<kBF16>(g, i / a.top_k, row, le, c4);
     }
   } else if constexpr (kMode == GatherMode::kCopy) {
     // kU items per thread and trip: every row index and source load of the kU is issued before the
@@ -195,7 +197,7 @@ __device__ __forceinline__ void gather_rows(const PermuteArgs& a, const GatherAr
           int64_t i;
           divmod_nonneg(idx, hb, i, c[u]);
           row[u] = row_of(i);
-          t[u] = i / a.top_k;
+          t[u] = int(i) / a.top_k;  // i < n < 2^31: a 32-bit division
         }
       }
       uint4 v[kU][2];
@@ -406,19 +408,13 @@ __global__ void __launch_bounds__(kGatherThreads) gather_kernel(PermuteArgs a, G
   gather_rows<kBF16, kMode, kGatherThreads, 4>(a, g, a.n, [&](int64_t i) { return a.perm[i]; });
 }
 
-// W4A4, one activation global scale: token t's FC1 input (quantized, decoded) into row t of g.a1.
-// The same quarters as the gather (gather_quantize_quarter), one trip count for every thread.
+// W4A4, one activation global scale: token t's FC1 input (quantized, decoded) into row t of g.a1:
+// the gather's quantizing loop over the tokens as entries of a top-1 identity permutation.
 template <bool kBF16>
-__global__ void __launch_bounds__(kGatherThreads) quantize_rows_kernel(GatherArgs g, int64_t tokens) {
-  const int64_t q_per_row = g.hidden / 16 * 4;
-  const int64_t quarters = tokens * q_per_row;
-  const int64_t stride = int64_t(gridDim.x) * kGatherThreads;
-  for (int64_t i0 = int64_t(blockIdx.x) * kGatherThreads; i0 < quarters; i0 += stride) {
-    const int64_t idx = i0 + threadIdx.x;
-    int64_t t = 0, c4 = 0;
-    if (idx < quarters) divmod_nonneg(idx, q_per_row, t, c4);
-    gather_quantize_quarter<kBF16>(g, t, idx < quarters ? int(t) : -1, 0, c4);
-  }
+__global__ void __launch_bounds__(kGatherThreads) quantize_rows_kernel(GatherArgs g, int tokens) {
+  PermuteArgs identity;
+  identity.top_k = 1;
+  gather_rows<kBF16, GatherMode::kQuantize, kGatherThreads>(identity, g, tokens, [](int64_t i) { return int(i); });
 }
 
 template <template <bool, GatherMode> class Launcher>
@@ -489,8 +485,8 @@ Status launch_quantize_rows(const GatherArgs& g, int64_t tokens, int sm_count, c
   if (g.mode != GatherMode::kQuantize || g.per_expert || tokens <= 0 || tokens > 0x7fffffff)
     return Status(StatusCode::kInternal, "fused_moe: per-token quantization used outside its limits");
   const int blocks = grid_for(tokens * (g.hidden / 16) * 4, kGatherThreads, int64_t(sm_count) * 8);
-  if (g.bf16) quantize_rows_kernel<true><<<blocks, kGatherThreads, 0, stream>>>(g, tokens);
-  else quantize_rows_kernel<false><<<blocks, kGatherThreads, 0, stream>>>(g, tokens);
+  if (g.bf16) quantize_rows_kernel<true><<<blocks, kGatherThreads, 0, stream>>>(g, int(tokens));
+  else quantize_rows_kernel<false><<<blocks, kGatherThreads, 0, stream>>>(g, int(tokens));
   return detail::last_launch_status("fused_moe: quantize_rows_kernel");
 }
 

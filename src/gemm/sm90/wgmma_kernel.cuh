@@ -195,7 +195,7 @@ FP4KIT_GMMA_RS(__half, 32, MMA_64x32x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 64, MMA_64x64x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 128, MMA_64x128x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 256, MMA_64x256x16_F32F16F16_RS)
-#undef FP4KIT_GMMA_RS
+// FP4KIT_GMMA_RS stays defined: grouped_wgmma_144_160.cu adds N = 144 / 160 from CuTe's extended table.
 
 template <typename Op, int NA, size_t... I>
 __device__ __forceinline__ void gmma_rs_impl(const uint32_t (&a)[4], uint64_t desc, float (&acc)[NA],
