@@ -18,10 +18,9 @@
 //    decodes them exactly to BF16/FP16 (fragment_decode.cuh). Stage k+1 is decoded while the
 //    wgmmas of stage k run (two register sets), then the stage's smem is released.
 //  * Epilogue: acc * 2^7 * alpha + bias in FP32, narrowed. When D's rows are 16-byte aligned
-//    (vec_epilogue) each warp transposes its 16-row slab through its own shared-memory buffer
-//    (stmatrix .trans: [token][16 rows], 32 B per token) and writes whole 16-byte vectors, 16 tokens
-//    x 32 B per warp store; otherwise masked scalar stores of D[token][row]. The scalar form took more
-//    instructions than the whole mainloop of a K = 512 tile (ncu, MoE FC2).
+//    (vec_epilogue) the consumers transpose the tile through one CTA-wide shared-memory buffer
+//    ([token][2 warpgroups x 64 rows], stmatrix .trans) and each warp store writes 4 whole 128-byte
+//    row segments of D; otherwise masked scalar stores of D[token][row] (docs/GEMM.md "Epilogue").
 //  * Split-K (dense mode, when there are fewer tiles than SMs: small M on narrow layers): work unit
 //    = (tile, split), split s covering k chunks [s*nk/ks, (s+1)*nk/ks). Each unit writes its FP32
 //    accumulators to the workspace; the last of a tile's units to finish (atomic counter) sums all
@@ -102,11 +101,12 @@ struct WgCfg {
   static constexpr int kWOff = S * kABytes;
   static constexpr int kSOff = kWOff + S * kWBytes;
   static constexpr int kBarOff = kSOff + S * kSBytes;
-  // Epilogue transpose buffers: one per consumer warp, [BM tokens][16 rows] 16-bit.
-  static constexpr int kEpiWarpBytes = BM * 32;
+  // Epilogue buffer of one slab pass: [BM tokens][2 warpgroups][64 rows] 16-bit, each token's 256 B
+  // followed by 16 B of padding so that the 8 tokens of an stmatrix row set hit distinct banks.
+  static constexpr int kEpiRowBytes = 2 * 128 + 16;
   static constexpr int kEpiOff = (kBarOff + 2 * S * 8 + 127) / 128 * 128;
   // Grouped mode: int prefix[kWgMaxGroups + 1] (tiles before each group), int offsets[kWgMaxGroups + 1].
-  static constexpr int kPrefixOff = kEpiOff + kWgConsumerWarps * kEpiWarpBytes;
+  static constexpr int kPrefixOff = kEpiOff + BM * kEpiRowBytes;
   static constexpr int kSmemBytes = kPrefixOff + 8 * (kWgMaxGroups + 1) + 1024;  // + alignment slack
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA on sm_90");
 };
@@ -241,8 +241,16 @@ struct WgTile {
   int nt, mt, g, row0, rows;
 };
 
-template <bool G, int BM>
-__device__ __forceinline__ WgTile wg_tile(const WgmmaGemmArgs& args, const int* prefix, const int* offsets, int t) {
+// Grouped mode: `g` (kept by the caller across calls) is a group with prefix[g] <= t and becomes
+// the group whose tile range holds t, the last such g. kWarp (a whole converged warp, the
+// consumers): a CTA walks its tiles in increasing order, so the answer lies a few groups ahead and
+// the warp compares the next 32 prefixes at once, one shared load and a ballot per 32 groups. The
+// binary search (8 dependent shared loads at 256 groups) was 5 % of MoE FC2's consumer samples
+// (ncu, H100). The producer is one thread and keeps the search: its latency hides behind the
+// stages it runs ahead (a warp-wide producer loop cost dense tiles 4-9 %).
+template <bool G, int BM, bool kWarp>
+__device__ __forceinline__ WgTile wg_tile(const WgmmaGemmArgs& args, const int* prefix, const int* offsets, int t,
+                                          int& g, int lane) {
   WgTile x;
   if constexpr (!G) {
     wg_raster(args.n_tiles, args.m_tiles, t, x.nt, x.mt);
@@ -250,17 +258,25 @@ __device__ __forceinline__ WgTile wg_tile(const WgmmaGemmArgs& args, const int* 
     x.row0 = 0;
     x.rows = args.m;
   } else {
-    // The group whose tile range holds t: the last g with prefix[g] <= t (binary search).
-    int lo = 0, hi = args.groups - 1;
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) >> 1;
-      if (prefix[mid] <= t) lo = mid;
-      else hi = mid - 1;
+    if constexpr (kWarp) {
+      for (;;) {
+        const int gi = g + 1 + lane;
+        const unsigned ahead = __ballot_sync(0xffffffffu, gi < args.groups && prefix[gi] <= t);
+        g += __popc(ahead);
+        if (ahead != 0xffffffffu) break;
+      }
+    } else {
+      int hi = args.groups - 1;
+      while (g < hi) {
+        const int mid = (g + hi + 1) >> 1;
+        if (prefix[mid] <= t) g = mid;
+        else hi = mid - 1;
+      }
     }
-    x.g = lo;
-    x.row0 = offsets[lo];
-    x.rows = offsets[lo + 1] - x.row0;
-    wg_raster(args.n_tiles, (x.rows + BM - 1) / BM, t - prefix[lo], x.nt, x.mt);
+    x.g = g;
+    x.row0 = offsets[g];
+    x.rows = offsets[g + 1] - x.row0;
+    wg_raster(args.n_tiles, (x.rows + BM - 1) / BM, t - prefix[g], x.nt, x.mt);
   }
   return x;
 }
@@ -408,10 +424,11 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     if (warp == 0 && lane == 0) {
       int stage = 0;
       uint32_t phase = 0;
+      int group = 0;
       WgSchedule sched(num_tiles, k_splits, args.k_chunks, stream_k);
       WgUnit wu;
       while (sched.next(wu)) {
-        const WgTile x = wg_tile<G, BM>(args, prefix, offsets, wu.tile);
+        const WgTile x = wg_tile<G, BM, false>(args, prefix, offsets, wu.tile, group, lane);
         const int row_tile0 = x.nt * (BN / 16);
         const int tok0 = x.row0 + x.mt * BM;
         for (int kb = wu.kb_begin; kb < wu.kb_end; ++kb) {
@@ -507,9 +524,12 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     __shared__ int last_unit;  // split-K / stream-K: this CTA finishes the tile
     WgSchedule sched(num_tiles, k_splits, args.k_chunks, stream_k);
     WgUnit wu;
+    int group = 0;
     while (sched.next(wu)) {
-      const WgTile x = wg_tile<G, BM>(args, prefix, offsets, wu.tile);
+      const WgTile x = wg_tile<G, BM, true>(args, prefix, offsets, wu.tile, group, lane);
       const int nt = x.nt, mt = x.mt;
+      // Loaded here so that the epilogue does not wait for it.
+      const float alpha = G ? __ldg(args.alpha + x.g) * kWeightDecodeScale : alpha_dense;
 #pragma unroll
       for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
@@ -576,34 +596,37 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 
       // Epilogue: acc[sl][4i + 2h + e] is row (slab row 16 wwarp + g + 8h), token 8i + 2c + e.
       const int tok0 = mt * BM;  // within the tile's rows
-      const float alpha = G ? __ldg(args.alpha + x.g) * kWeightDecodeScale : alpha_dense;
       T* dt = d + int64_t(x.row0) * args.ldd;
       if (args.vec_epilogue) {
-        // Per slab: the warp's 16 rows x BM tokens, transposed into [token][16 rows] (32 B per
-        // token; the two 16-byte halves swapped on tokens with bit 2 set, so that both the
-        // stmatrix rows and the read-back are free of bank conflicts), then one 16-byte store per
-        // (token, half) from the lane that reads it.
-        const uint32_t epi = smem_base + Cfg::kEpiOff + (warp - 4) * Cfg::kEpiWarpBytes;
+        // Per slab pass: the 8 consumer warps transpose their 16 rows x BM tokens with stmatrix
+        // .trans into the CTA's buffer [token][warpgroup][64 rows]; then each warp store writes 4
+        // whole 128-byte (token, warpgroup) row segments of D, 8 lanes x 16 B each, all of a
+        // thread's loads issued before its stores. (Per-warp [token][16 rows] buffers wrote 16
+        // partial rows of D per warp store, and each load waited for the previous store: MoE FC2
+        // fi-256 561 -> 469 us, Qwen3.6 243 -> 220 us with this form, ncu H100.)
+        const uint32_t epi = smem_base + Cfg::kEpiOff;
         const int mi = lane >> 3, r8 = lane & 7;
-        const uint32_t st_off = ((mi >> 1) * 8 + r8) * 32 + (((mi & 1) ^ (r8 >> 2)) << 4);
-        const uint32_t ld_off = (lane >> 1) * 32 + (((lane & 1) ^ ((lane >> 3) & 1)) << 4);
+        const uint32_t st_off = ((mi >> 1) * 8 + r8) * Cfg::kEpiRowBytes + wg * 128 + wwarp * 32 + (mi & 1) * 16;
         const int rows_left = x.rows - tok0;  // valid tokens of this tile (may exceed BM)
+        const int cw = warp - 4, sub = lane >> 3, part = lane & 7;
+        constexpr int kIt = (2 * BM + 31) / 32;  // 2*BM segments, 32 per round of the 8 warps
 #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl) {
           const int nbase = nt * BN + (wg * kSlabs + sl) * 64 + wwarp * 16;
-          // n is a multiple of 8, so each 8-row half is wholly in or out; halves beyond n are
-          // transposed (harmlessly) but not stored. (A `break` here instead moved the mainloop's
-          // smem addressing off the uniform datapath: +14 R2UR per stage, 5-10 % slower tiles.)
+          // n is a multiple of 8, so each 8-row half is wholly in or out. (A `break` on nbase >= n
+          // moved the mainloop's smem addressing off the uniform datapath: +14 R2UR per stage.)
           float b0 = 0.0f, b1 = 0.0f;
           if (bias) {
             if (nbase < args.n) b0 = wg_from_out<T>(bias[nbase + g]);
             if (nbase + 8 < args.n) b1 = wg_from_out<T>(bias[nbase + 8 + g]);
           }
           const float* a = acc[sl];
+          consumer_barrier();  // every warp has read the previous pass out of the buffer
           if constexpr (BM >= 16) {
 #pragma unroll
             for (int i = 0; i < BM / 8; i += 2)
-              stmatrix_x4_trans(epi + i * 256 + st_off, pack_pair<T>(a[4 * i] * alpha + b0, a[4 * i + 1] * alpha + b0),
+              stmatrix_x4_trans(epi + i * 8 * Cfg::kEpiRowBytes + st_off,
+                                pack_pair<T>(a[4 * i] * alpha + b0, a[4 * i + 1] * alpha + b0),
                                 pack_pair<T>(a[4 * i + 2] * alpha + b1, a[4 * i + 3] * alpha + b1),
                                 pack_pair<T>(a[4 * i + 4] * alpha + b0, a[4 * i + 5] * alpha + b0),
                                 pack_pair<T>(a[4 * i + 6] * alpha + b1, a[4 * i + 7] * alpha + b1));
@@ -611,15 +634,25 @@ __global__ void __launch_bounds__(kWgThreads, 1)
             stmatrix_x2_trans(epi + st_off, pack_pair<T>(a[0] * alpha + b0, a[1] * alpha + b0),
                               pack_pair<T>(a[2] * alpha + b1, a[3] * alpha + b1));
           }
-          __syncwarp();
+          consumer_barrier();
+          // Batches of up to 8 vectors (32 registers): 16 at BM = 256 spilled.
 #pragma unroll
-          for (int it = 0; it < (BM * 2 + 31) / 32; ++it) {
-            const int tok = it * 16 + (lane >> 1);
-            const int n0 = nbase + 8 * (lane & 1);
-            if (tok < BM && tok < rows_left && n0 < args.n)
-              stg_u4(dt + int64_t(tok0 + tok) * args.ldd + n0, lds_u4(epi + it * 512 + ld_off));
+          for (int it0 = 0; it0 < kIt; it0 += 8) {
+            uint4 v[8];
+#pragma unroll
+            for (int j = 0; j < 8 && it0 + j < kIt; ++j) {
+              const int seg = ((it0 + j) * 8 + cw) * 4 + sub;  // token seg / 2, warpgroup seg % 2
+              if (seg < 2 * BM) v[j] = lds_u4(epi + (seg >> 1) * Cfg::kEpiRowBytes + (seg & 1) * 128 + part * 16);
+            }
+#pragma unroll
+            for (int j = 0; j < 8 && it0 + j < kIt; ++j) {
+              const int seg = ((it0 + j) * 8 + cw) * 4 + sub;
+              const int tok = seg >> 1;
+              const int n0 = nt * BN + ((seg & 1) * kSlabs + sl) * 64 + part * 8;
+              if (seg < 2 * BM && tok < rows_left && n0 < args.n)
+                stg_u4(dt + int64_t(tok0 + tok) * args.ldd + n0, v[j]);
+            }
           }
-          __syncwarp();
         }
       } else {
 #pragma unroll
