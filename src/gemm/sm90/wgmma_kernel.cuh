@@ -16,7 +16,8 @@
 //  * Consumers: lane l of warp w reads its 16 code bytes (ld.shared.v4) and 8 scale bytes of its
 //    16-row chunk — exactly the wgmma register-A fragments of rows 16w..16w+15 of its slab — and
 //    decodes them exactly to BF16/FP16 (fragment_decode.cuh). Stage k+1 is decoded while the
-//    wgmmas of stage k run (two register sets), then the stage's smem is released.
+//    wgmmas of stage k run (two register sets), then the stage's smem is released; with one slab
+//    per warpgroup (BN = 128) stage k+1's batch is issued before stage k's has finished.
 //  * Epilogue: acc * 2^7 * alpha + bias in FP32, narrowed. When D's rows are 16-byte aligned
 //    (vec_epilogue) the consumers transpose the tile through one CTA-wide shared-memory buffer
 //    ([token][2 warpgroups x 64 rows], stmatrix .trans) and each warp store writes 4 whole 128-byte
@@ -495,6 +496,18 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     };
     // Runs the wgmmas of the current stage from `cur`, decoding the next stage into `nxt` meanwhile.
     // ne: the wgmma N of this tile, BM >> ne (kNarrow: a group's short m tile runs at BM/2 or BM/4).
+    // BN = 128 (one slab per warpgroup): two wgmma batches in flight per warpgroup. Stage k's batch
+    // is issued before stage k-1's has finished; then wait_group 1 (k-1 done), release stage k-1,
+    // decode stage k+1 into the register set k-1 used. ncu H100 against one batch in flight
+    // (decode k+1, wait_group 0): MoE FC1/FC2 at T=4096 -2..-4 % (DeepSeek-V3 3.78/2.05 -> 3.62/1.99
+    // ms, fi-256 543/487 -> 526/475 us), dense 128x64/128x128 tiles -1..-4 %. With two slabs (BN =
+    // 256, 8 wgmmas per batch) it lost 2-6 % (grouped 256x128 FC2 275 -> 290 us), so those keep one.
+    constexpr bool kTwoInFlight = kSlabs == 1;
+    int held = -1;  // kTwoInFlight: the stage whose batch may still run (released one step later)
+    auto release = [&](int st) {
+      __syncwarp();
+      if (lane == 0) mbar_arrive(empty_bar + 8 * st);
+    };
     auto step = [&](int ne, uint32_t (&cur)[kSlabs][4][4], uint32_t (&nxt)[kSlabs][4][4], bool has_next) {
       const uint32_t a_stage = a_base + stage * Cfg::kABytes;
 #pragma unroll
@@ -513,12 +526,28 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         stage = 0;
         phase ^= 1u;
       }
-      if (has_next) load_decode(nxt, stage, phase);
-      cute::warpgroup_wait<0>();
+      if constexpr (kTwoInFlight) {
+        cute::warpgroup_wait<1>();
+        if (held >= 0) release(held);
+        held = cur_stage;
+        if (has_next) load_decode(nxt, stage, phase);
+      } else {
+        if (has_next) load_decode(nxt, stage, phase);
+        cute::warpgroup_wait<0>();
 #pragma unroll
-      for (int sl = 0; sl < kSlabs; ++sl) fence_acc(acc[sl]);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(empty_bar + 8 * cur_stage);
+        for (int sl = 0; sl < kSlabs; ++sl) fence_acc(acc[sl]);
+        release(cur_stage);
+      }
+    };
+    // After a tile's last step: its last batch done, its stage released.
+    auto drain = [&]() {
+      if constexpr (kTwoInFlight) {
+        cute::warpgroup_wait<0>();
+#pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) fence_acc(acc[sl]);
+        release(held);
+        held = -1;
+      }
     };
 
     __shared__ int last_unit;  // split-K / stream-K: this CTA finishes the tile
@@ -546,6 +575,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         step(ne, fa0, fa1, kb + 1 < nk);
         if (kb + 1 < nk) step(ne, fa1, fa0, kb + 2 < nk);
       }
+      drain();
 
       const bool partial_tile = stream_k ? nk < args.k_chunks : k_splits > 1;
       if (!G && partial_tile) {
