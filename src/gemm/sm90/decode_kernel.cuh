@@ -481,16 +481,15 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
           for (int i = 0; i < 4; ++i) __stcg(mine + (r * NT + nt) * 4 + i, acc[r][nt][i]);
-      __threadfence();
       __syncwarp();
       const int64_t first_warp = worker_of(total, warps, block_first);
       const int64_t last_warp = worker_of(total, warps, block_first + args.k_chunks - 1);
       int* counter = args.counters + int64_t(blockIdx.y) * all_row_blocks + grb;
       int arrived = 0;
-      if (lane == 0) arrived = atomicAdd(counter, 1);
+      if (lane == 0) arrived = arrive_acq_rel(counter);  // stream_k.cuh
       arrived = __shfl_sync(0xffffffffu, arrived, 0);
       if (arrived == int(last_warp - first_warp)) {
-        __threadfence();
+        __syncwarp();
         zero_acc(acc);
         for (int64_t w = first_warp; w <= last_warp; ++w) {
           const int s = partial_slot(total, warps, w, block_first);

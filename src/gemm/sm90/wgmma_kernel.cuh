@@ -596,12 +596,10 @@ __global__ void __launch_bounds__(kWgThreads, 1)
           for (int i = 0; i < kAcc; i += 4)
             __stcg(reinterpret_cast<float4*>(mine + sl * kAcc + i),
                    make_float4(acc[sl][i], acc[sl][i + 1], acc[sl][i + 2], acc[sl][i + 3]));
-        __threadfence();
         consumer_barrier();
-        if (ct == 0) last_unit = atomicAdd(args.counters + wu.tile, 1) == arrivals - 1;
+        if (ct == 0) last_unit = arrive_acq_rel(args.counters + wu.tile) == arrivals - 1;
         consumer_barrier();
         if (!last_unit) continue;
-        __threadfence();
 #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
