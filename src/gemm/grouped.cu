@@ -114,7 +114,11 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p) {
   // per expert where 128-token tiles need 1.5 (H100 session 7, eager us, both GEMMs on the tile, 7 ->
   // 11: DeepSeek-V3 7013 -> 6344, Qwen3.6 688 -> 653, fi-256 1407 -> 1392; at 96 and 256 rows per
   // expert 256x128 stays faster: Qwen3.6 T=3072 505 vs 580, Qwen3-30B T=4096 820 vs 831).
-  if (mean_rows > 112 && mean_rows <= 136 && p.n >= 256) return 11;
+  // Session 8 (the 144-token tile now keeps two wgmma batches in flight): also at 241..272 rows, two
+  // 144-token tiles (288) where 256 +- 16 rows leave half the experts a third 128-token tile (ncu,
+  // FC1 + FC2, Qwen3-30B T=4096, two runs: 7 -> 11 716 -> 700 and 717 -> 703 us); at 160..224 rows
+  // 256x128 stays well ahead (Qwen3-30B T=3072 581 vs 699, Qwen3.6 T=6144 804 vs 959).
+  if (p.n >= 256 && ((mean_rows > 112 && mean_rows <= 136) || (mean_rows > 240 && mean_rows <= 272))) return 11;
   // Other 33..256 rows per group: 256 weight rows x 128 tokens (H100, session 4, MoE T=4096 = 128
   // rows per expert, FC1 x FC2 tactic sweep: DeepSeek-V3 9832 -> 8476 us, Qwen3.6-35B-A3B 944 -> 874,
   // Qwen3-30B-A3B 1102 -> 1016 against 128x128; session 7 after the vector epilogue, eager us with

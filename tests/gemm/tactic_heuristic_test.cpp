@@ -144,7 +144,8 @@ TEST(GroupedHeuristic, TileByRowsPerExpert) {
   EXPECT_EQ(pick_grouped(256, 2048, 8, 1024, 2048), "grouped_wgmma_256x128_s4");  // 64 rows
   EXPECT_EQ(pick_grouped(256, 4096, 8, 1024, 2048), "grouped_wgmma_128x144_s6");  // 128 rows
   EXPECT_EQ(pick_grouped(256, 4096, 8, 128, 2048), "grouped_wgmma_128x128_s4");   // < 256 weight rows
-  EXPECT_EQ(pick_grouped(128, 4096, 8, 1536, 2048), "grouped_wgmma_256x128_s4");  // Qwen3-30B, 256 rows
+  EXPECT_EQ(pick_grouped(128, 3072, 8, 1536, 2048), "grouped_wgmma_256x128_s4");  // Qwen3-30B, 192 rows
+  EXPECT_EQ(pick_grouped(128, 4096, 8, 1536, 2048), "grouped_wgmma_128x144_s6");  // Qwen3-30B, 256 rows: 2 x 144
   EXPECT_EQ(pick_grouped(8, 2048, 2, 28672, 4096), "grouped_wgmma_128x256_s4");   // Mixtral, 512 rows
 }
 
