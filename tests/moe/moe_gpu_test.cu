@@ -474,7 +474,8 @@ TEST(MoeGpu, ManyExpertsLargeBatch) {
   FP4KIT_REQUIRE_SM90A();
   run_case({512, 128, 64, 256, 8, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4100);   // 16 rows / expert
   run_case({4096, 128, 64, 256, 8, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4101);  // 128 rows / expert
-  // 256x128 tiles for both GEMMs (n = 2I >= 256); W4A4 copies the per-token quantized rows.
+  // 128 rows per expert: FC1 on the 128x144 tile (n = 2I = 256), FC2 on 128x128 (n = H < 256); W4A4
+  // copies the per-token quantized rows.
   run_case({2048, 128, 128, 64, 4, 1, 0, MoeMode::kW4A16, DType::kFP16}, 4102);
   run_case({2048, 192, 128, 64, 4, 1, 0, MoeMode::kW4A4, DType::kBF16}, 4103);
   // 550 rows per expert: 128x256 tiles; W4A4 with per-expert activation scales (the gather
