@@ -185,7 +185,9 @@ __device__ __forceinline__ void gather_rows(const PermuteArgs& a, const GatherAr
   } else if constexpr (kMode == GatherMode::kCopy) {
     // Items of kCopyElems elements (16: two 16-byte vectors per thread; 8: one, so that a warp store
     // covers 512 contiguous bytes of a row), kU per thread and trip: every row index and source load
-    // of the kU is issued before the first store, and the source loads do not wait for the row index.
+    // of the kU is issued before the first store, and the source loads do not wait for the row index
+    // (an entry outside the local experts then reads its token's 16-element block for nothing: x is
+    // T*H elements against the T*top_k*H the gather writes).
     static_assert(kCopyElems == 8 || kCopyElems == 16, "one or two 16-byte vectors per item");
     constexpr int kVec = kCopyElems / 8;
     const int64_t hv = g.hidden / kCopyElems;
