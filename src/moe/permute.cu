@@ -161,8 +161,9 @@ __device__ __forceinline__ void gather_item(const GatherArgs& g, int64_t t, int6
 }
 
 // Gathers the n entries' rows (row_of(i): A1 row of entry i, < 0 for none) with `threads` threads per
-// CTA: items (entry, 16-element block), consecutive threads on consecutive blocks of a row; W4A16
-// copies kU items per thread and trip; W4A4 from a 16-bit input in quarters
+// CTA, consecutive threads on consecutive pieces of a row: copies (W4A16, and W4A4 from pre-quantized
+// tokens) in items of kCopyElems elements, kU per thread and trip; W4A4 from an NVFP4 input per
+// (entry, 16-element block); W4A4 from a 16-bit input in quarters of a block
 // (gather_quantize_quarter), with the same trip count for every thread.
 template <bool kBF16, GatherMode kMode, int kThreadsPerCta, int kU = 1, int kCopyElems = 16, class RowOf>
 __device__ __forceinline__ void gather_rows(const PermuteArgs& a, const GatherArgs& g, int n, RowOf row_of) {
@@ -402,14 +403,14 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_rank_kernel(PermuteAr
 }
 
 // K4: gather from perm. Copies in 8-element (16-byte) items, 8 per thread and trip, source loads not
-// waiting for the row index: ncu H100 T=4096 (16-element items x 4 before) fi-256 281 -> 219 us (0.63 ->
-// 0.78 of copy BW), DeepSeek-V3 284 -> 217, Qwen3.6 72.8 -> 68.5; fi-256 T=16384 1100 -> 837.
+// waiting for the row index (H100 ncu, T=4096: one item of 16 elements per trip 89 us at Qwen3.6 (session
+// 7), four 68.5-72.8; this form fi-256 281 -> 219 us (0.63 -> 0.78 of copy BW), DeepSeek-V3 284 -> 217,
+// Qwen3.6 72.8 -> 68.5; fi-256 T=16384 1100 -> 837). Not in the fused kernel, which must keep two
+// 512-thread blocks per SM (four items per trip cost it 6-23 % at T = 64..256).
 constexpr int kGatherThreads = 256;
 constexpr int kGatherCopyElems = 8, kGatherCopyU = 8;
 template <bool kBF16, GatherMode kMode>
 __global__ void __launch_bounds__(kGatherThreads) gather_kernel(PermuteArgs a, GatherArgs g) {
-  // Four items per trip: H100 ncu, Qwen3.6 T = 4096 (134 MB written) 89 -> 68 us. Not in the fused
-  // kernel, which must keep two 512-thread blocks per SM (the unrolled copy cost it 6-23 % at T = 64..256).
   gather_rows<kBF16, kMode, kGatherThreads, kGatherCopyU, kGatherCopyElems>(a, g, a.n, [&](int64_t i) { return a.perm[i]; });
 }
 
@@ -456,8 +457,10 @@ struct GatherLauncher {
   }
 };
 
-// Threads the gather wants: one per (entry, 16-element block), four in W4A4 from a 16-bit input.
-int64_t gather_threads(const PermuteArgs& a, const GatherArgs& g) {
+// Threads the gather wants: one per (entry, copy item of `copy_elems` elements) when copying, per
+// (entry, 16-element block) when decoding, four per block in W4A4 from a 16-bit input.
+int64_t gather_threads(const PermuteArgs& a, const GatherArgs& g, int copy_elems = 16) {
+  if (g.mode == GatherMode::kCopy) return int64_t(a.n) * (g.hidden / copy_elems);
   return int64_t(a.n) * (g.hidden / 16) * (g.mode == GatherMode::kQuantize ? 4 : 1);
 }
 
@@ -496,8 +499,7 @@ Status launch_quantize_rows(const GatherArgs& g, int64_t tokens, int sm_count, c
 }
 
 Status launch_gather(const PermuteArgs& a, const GatherArgs& g, int sm_count, cudaStream_t stream) {
-  const int64_t threads = gather_threads(a, g) * (g.mode == GatherMode::kCopy ? 16 / kGatherCopyElems : 1);
-  const int blocks = grid_for(threads, kGatherThreads, int64_t(sm_count) * 8);
+  const int blocks = grid_for(gather_threads(a, g, kGatherCopyElems), kGatherThreads, int64_t(sm_count) * 8);
   return dispatch_gather<GatherLauncher>(g, a, g, blocks, stream);
 }
 
