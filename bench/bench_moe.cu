@@ -30,7 +30,8 @@
 #include "bench_util.h"
 #include "cublaslt_baseline.h"
 #include "gemm/grouped.h"  // grouped_gemm_tactic_count: range of --fc1/--fc2-tactic
-#include "moe/moe_path.h"    // use_per_entry_path: the note column
+#include "moe/moe_path.h"    // resolve_moe_path: the note column
+#include "fp4kit/device.h"
 #include "fp4kit/gemm.h"
 #include "fp4kit/moe.h"
 #include "fp4kit/status.h"
@@ -76,10 +77,11 @@ reference of the whole layer (reference::fused_moe). Details: docs/MOE.md.
   --fc1-tactic ID      grouped GEMM tactic of FC1 (gemm/grouped.h ids; -1 = the tuning cache's entry
                        (fp4kit tune --moe) or the heuristic, default)
   --fc2-tactic ID      the same for FC2 (both tactics apply to the pipeline path only)
-  --path P             auto | pipeline | per-entry (default auto): fused_moe's path (MoeParams::path);
-                       auto takes the per-entry path (2 kernels, no permutation) for small batches
+  --path P             auto | pipeline | per-entry | fused-decode (default auto): fused_moe's path
+                       (MoeParams::path); auto takes the per-entry path (2 kernels, no permutation) or
+                       the fused-decode path (permutation + 1 kernel) for small batches
                        (src/moe/moe_path.h), where --fc1-tactic / --fc2-tactic do not apply; rows that
-                       ran it say "per-entry" in the note column
+                       ran them say "per-entry" or "fused-decode" in the note column
   --verbose            memory plan, rotation counts, cuBLASLt choices
   --help
 Exit code: 0 all points ran and passed, 1 a point failed or could not run, 2 could not start.
@@ -127,7 +129,8 @@ bool read_moe_option(MoeBenchOptions& o, OptionReader& r, const std::string& a) 
     if (s == "auto") o.path = MoePath::kAuto;
     else if (s == "pipeline") o.path = MoePath::kPipeline;
     else if (s == "per-entry") o.path = MoePath::kPerEntry;
-    else err = "--path: '" + s + "' (auto, pipeline or per-entry)";
+    else if (s == "fused-decode") o.path = MoePath::kFusedDecode;
+    else err = "--path: '" + s + "' (auto, pipeline, per-entry or fused-decode)";
   } else {
     return false;
   }
@@ -613,7 +616,10 @@ Status MoeBench::run_fp4kit(const Layer& L, int mode, int64_t T, std::vector<Rou
   for (const RoutingSet& s : sets) params.push_back(moe_params(L, mode, T, s, x_.data(), out_.data()));
   const size_t ws = moe_workspace_bytes(params[0]);
   FP4KIT_RETURN_IF_ERROR(ensure(ws_, ws, "fused_moe workspace"));
-  if (moe_impl::use_per_entry_path(opt_.path, T, L.k, L.h, L.inter, L.e, mode == 1)) row->note += "per-entry; ";
+  const MoePath path = moe_impl::resolve_moe_path(opt_.path, T, L.k, L.h, L.inter, L.e, mode == 1,
+                                                  device_info().sm_count);
+  if (path == MoePath::kPerEntry) row->note += "per-entry; ";
+  if (path == MoePath::kFusedDecode) row->note += "fused-decode; ";
   if (opt_.check && T <= opt_.check_max_t) {
     FP4KIT_RETURN_IF_ERROR(check_point(L, mode, T, sets[0], x_.data(), row));
   } else {
@@ -1059,7 +1065,8 @@ void MoeBench::print_report() {
   head += std::string("fused_moe path: ") +
           (opt_.path == MoePath::kPipeline   ? "pipeline (forced)"
            : opt_.path == MoePath::kPerEntry ? "per-entry (forced)"
-                                             : "auto (per-entry for small batches, src/moe/moe_path.h)") +
+           : opt_.path == MoePath::kFusedDecode ? "fused-decode (forced)"
+                                             : "auto (per-entry or fused-decode for small batches, src/moe/moe_path.h)") +
           "\n";
   head += "bw/copy = act_MB / t / copy_bw; x_bf16 = t(cuBLASLt per-expert) / t; x_dense = t(cuBLASLt dense, same "
           "FLOPs) / t = TFLOP/s ratio (docs/MOE.md)\n";

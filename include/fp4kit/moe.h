@@ -90,6 +90,9 @@ enum class MoePath {
   kPerEntry,  // no permutation, 2 launches: FC1 + SwiGLU per (token, slot) entry, then FC2 +
               // finalize per token (small batches; needs top_k <= 32, hidden <= 16384 and
               // T * top_k <= 65535, else kNotSupported). fc1_tactic / fc2_tactic do not apply.
+  kFusedDecode,  // permute + gather, then ONE persistent kernel for FC1 + SwiGLU, FC2 and finalize
+                 // (small batches: few rows per expert; needs T * top_k <= 4096 and E / ep_size <= 512,
+                 // else kNotSupported). fc1_tactic / fc2_tactic do not apply.
 };
 
 struct MoeParams {

@@ -40,7 +40,9 @@
 // At small T that is 5 kernel launches (+ the grouped decode GEMM's counter memsets). Every output
 // element is a fixed-order computation and the permutation is deterministic: bit-identical runs.
 // Workspace layout: src/moe/moe_workspace.h. Small batches (MoeParams::path, rule in
-// src/moe/moe_path.h) skip all of this for the per-entry path: 2 kernels (src/moe/per_entry.cu).
+// src/moe/moe_path.h) skip all of this for the per-entry path: 2 kernels (src/moe/per_entry.cu), or
+// replace c..f by the fused-decode kernel (src/moe/fused_decode.cu): the fused permutation, then
+// one persistent kernel for FC1 + SwiGLU, FC2 and finalize.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -53,6 +55,8 @@
 #include "fp4kit/moe.h"
 #include "fp4kit/tune.h"
 #include "gemm/grouped.h"
+#include "gemm/prepacked_layout.h"
+#include "moe/fused_decode.h"
 #include "moe/moe_kernels.h"
 #include "moe/moe_path.h"
 #include "moe/moe_tactics.h"
@@ -106,7 +110,13 @@ void check_problem(ArgCheck& c, const MoeParams& p) {
                "path kPerEntry needs top_k <= " + num(moe_impl::kPerEntryMaxTopK) + ", hidden <= " +
                    num(moe_impl::kPerEntryMaxHidden) + " and num_tokens * top_k <= " +
                    num(moe_impl::kPerEntryMaxEntries) + " (top_k = " + num(p.top_k) + ", hidden = " +
-                   num(p.hidden) + ", num_tokens = " + num(p.num_tokens) + ")");
+                   num(p.hidden) + ", num_tokens = " + num(p.num_tokens) + ")")
+      .require(p.path != MoePath::kFusedDecode ||
+                   moe_impl::fused_decode_supported(p.num_tokens, p.top_k, p.num_experts / p.ep_size),
+               StatusCode::kNotSupported,
+               "path kFusedDecode needs num_tokens * top_k <= 4096 and num_experts / ep_size <= 512 (num_tokens = " +
+                   num(p.num_tokens) + ", top_k = " + num(p.top_k) + ", num_experts / ep_size = " +
+                   num(p.num_experts / p.ep_size) + ")");
   if (!c.ok()) return;
   const int64_t tokens = std::max(p.num_tokens, p.max_tokens);
   int64_t rows = 0;
@@ -199,9 +209,12 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   FP4KIT_RETURN_IF_ERROR(check.status());
 
   uint8_t* base = static_cast<uint8_t*>(workspace);
+  const int sms = device_info().sm_count > 0 ? device_info().sm_count : 132;
+  const MoePath path = moe_impl::resolve_moe_path(p.path, d.tokens, d.top_k, d.hidden, d.inter, d.e_local,
+                                                  p.mode == MoeMode::kW4A4, sms);
   // Small batches: the per-entry path (two kernels, no permutation; src/moe/per_entry.cu, rule in
   // src/moe/moe_path.h). It uses the header word and the act region of this layout.
-  if (moe_impl::use_per_entry_path(p.path, d.tokens, d.top_k, d.hidden, d.inter, d.e_local, p.mode == MoeMode::kW4A4))
+  if (path == MoePath::kPerEntry)
     return moe_impl::run_per_entry(p, d, reinterpret_cast<int32_t*>(base + l.header), base + l.act, base + l.gemm_out,
                                    stream);
   int32_t* header = reinterpret_cast<int32_t*>(base + l.header);
@@ -268,7 +281,6 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
       return Status(StatusCode::kInvalidArgument,
                     "fused_moe: check_expert_ids synchronizes the stream; turn it off to capture a CUDA graph");
   }
-  const int sms = device_info().sm_count > 0 ? device_info().sm_count : 132;
 
   moe_impl::PermuteArgs pa;
   pa.selected = p.selected_experts;
@@ -315,6 +327,47 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
     return Status::ok();
   };
 
+  if (path == MoePath::kFusedDecode) {
+    // The permutation publishes the group list before it triggers the fused-decode kernel (which
+    // reads it before its wait) and clears that kernel's counters.
+    moe_impl::FusedDecodeArgs fd;
+    fd.hidden = int(d.hidden);
+    fd.inter = int(d.inter);
+    fd.top_k = int(d.top_k);
+    fd.tokens = int(d.tokens);
+    fd.slots = int(std::min(d.e_local, d.rows));
+    fd.a1 = act;
+    fd.f2 = act;
+    fd.h = gemm_out;
+    fd.out = p.output;
+    fd.offsets = offsets;
+    fd.active = active;
+    fd.num_active = header + 1;
+    fd.perm = perm;
+    fd.final_scales = p.final_scales;
+    fd.w1 = static_cast<const uint8_t*>(p.fc1_weights);
+    fd.w2 = static_cast<const uint8_t*>(p.fc2_weights);
+    const gemm_impl::PrepackedShape s1 = gemm_impl::prepacked_shape(2 * d.inter, d.hidden);
+    const gemm_impl::PrepackedShape s2 = gemm_impl::prepacked_shape(d.hidden, d.inter);
+    fd.w1_bytes = s1.bytes();
+    fd.w1_code_bytes = s1.code_bytes();
+    fd.w2_bytes = s2.bytes();
+    fd.w2_code_bytes = s2.code_bytes();
+    fd.alpha1 = p.fc1_alpha;
+    fd.alpha2 = p.fc2_alpha;
+    fd.act_global2 = p.fc2_act_global;
+    fd.per_expert = p.act_global_per_expert;
+    int32_t* sync = reinterpret_cast<int32_t*>(base + l.sync);
+    fd.fc1_done = sync;
+    fd.fin_count = sync + fd.slots;
+    fd.dispenser = sync + fd.slots + d.hidden / 32;
+    pa.publish_before_trigger = true;
+    pa.clear = sync;
+    pa.clear_words = int(moe_impl::fused_decode_sync_words(fd.slots, d.hidden));
+    FP4KIT_RETURN_IF_ERROR(moe_impl::launch_permute_gather_fused(pa, ga, sms, stream));
+    FP4KIT_RETURN_IF_ERROR(check_ids());
+    return moe_impl::launch_fused_decode(fd, ga.bf16, p.mode == MoeMode::kW4A4, sms, stream);
+  }
   if (moe_impl::use_fused_permute(d.rows, d.e_local)) {
     FP4KIT_RETURN_IF_ERROR(moe_impl::launch_permute_gather_fused(pa, ga, sms, stream));
     FP4KIT_RETURN_IF_ERROR(check_ids());

@@ -91,14 +91,17 @@ __device__ __forceinline__ float swiglu(float gate, float up) {
 // warp calls it; `gs` may differ between blocks). The amax is a max, so the values do not depend on
 // N; smaller N shortens each thread's dependent chain (the kernels that call it are on the MoE's
 // critical path).
-template <int N>
+// kLaneStride: the block's lanes are 16 / N lanes kLaneStride apart instead (e.g. the lanes of one
+// mma.sync C column: N = 2, stride 4), aligned so that they differ only in those lane bits.
+template <int N, int kLaneStride = 1>
 __device__ __forceinline__ void nvfp4_exact_roundtrip_lanes(float (&x)[N], float gs) {
   static_assert(N == 1 || N == 2 || N == 4 || N == 8 || N == 16, "a power of two up to 16");
+  static_assert(kLaneStride >= 1 && (16 / N) * kLaneStride <= 32, "the block's lanes lie in one warp");
   float amax = 0.0f;
 #pragma unroll
   for (int i = 0; i < N; ++i) amax = format::fmax_nan_ignoring(amax, format::abs_f(x[i]));
 #pragma unroll
-  for (int o = 1; o < 16 / N; o <<= 1) amax = format::fmax_nan_ignoring(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  for (int o = kLaneStride; o < (16 / N) * kLaneStride; o <<= 1) amax = format::fmax_nan_ignoring(amax, __shfl_xor_sync(0xffffffffu, amax, o));
   const format::BlockScale bs = format::nvfp4_block_scale(amax, gs, QuantNumerics::kExact);
   const float sf = format::e4m3_to_float(bs.sf);
 #pragma unroll

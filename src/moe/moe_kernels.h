@@ -81,6 +81,9 @@ struct PermuteArgs {
   // and num_active (with a fence), so that kernels two launches later may read them before their own
   // wait (GroupedGemmParams::groups_ready). Otherwise every block triggers at its start.
   bool publish_before_trigger = false;
+  // Fused path: words block 0 sets to zero (the fused-decode kernel's counters, fused_decode.h).
+  int32_t* clear = nullptr;
+  int clear_words = 0;
 };
 
 struct GatherArgs {

@@ -1,9 +1,12 @@
 // Which path fused_moe takes for a call (MoeParams::path): the permute + grouped-GEMM pipeline
-// (src/moe/fused_moe.cu) or the per-entry small-batch path (src/moe/per_entry.cu). Host only, no
-// CUDA; unit-tested on the CPU (tests/moe/moe_api_test.cpp). The kAuto rule is a first guess, to be
-// tuned on the GPU with `fp4kit bench moe --path pipeline|per-entry --graph`.
+// (src/moe/fused_moe.cu), the per-entry small-batch path (src/moe/per_entry.cu) or the fused-decode
+// small-batch path (src/moe/fused_decode.cu). Host only, no CUDA; unit-tested on the CPU
+// (tests/moe/moe_path_test.cpp). The kAuto rule comes from H100 measurements (`fp4kit bench moe
+// --path pipeline|per-entry|fused-decode --graph`, figures below).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "fp4kit/moe.h"
@@ -52,19 +55,55 @@ inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t inter, in
 
 // The decision for one call (the shape checks of fused_moe passed; a forced kPerEntry that is not
 // supported has been rejected by them).
-inline bool use_per_entry_path(MoePath path, int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter,
-                               int64_t e_local, bool w4a4) {
-  switch (path) {
-    case MoePath::kPipeline: return false;
-    case MoePath::kPerEntry: return true;
-    case MoePath::kAuto:
-      return per_entry_supported(tokens, top_k, hidden) && per_entry_preferred(tokens, top_k, inter, e_local, w4a4);
-  }
-  return false;
+// Limits of the fused-decode path: the fused permutation's (one kernel ranks every entry).
+inline bool fused_decode_supported(int64_t tokens, int64_t top_k, int64_t e_local) {
+  return tokens >= 0 && top_k >= 1 && tokens * top_k <= 4096 && e_local >= 1 && e_local <= 512;
+}
+
+// Local experts expected to get rows when each of T tokens picks top_k distinct experts uniformly.
+inline double expected_active_experts(int64_t tokens, int64_t top_k, int64_t e_local) {
+  const double e = double(e_local > 0 ? e_local : 1);
+  const double miss = 1.0 - std::min(1.0, double(top_k) / e);  // one token does not pick a given expert
+  return e * (1.0 - std::pow(miss, double(tokens)));
+}
+
+// The kAuto rule for the fused-decode path (src/moe/fused_decode.cu). Its persistent grid has
+// W = 16 warps per SM, each streaming one unit at a time: an FC1 unit (16 up + 16 gate rows of one
+// expert, K = H) or an FC2 unit (32 rows, K = I). It beats the pipeline when both kinds of units
+// keep the warps busy and the experts have few rows (its units run once per 8-row token tile).
+// H100, session 9, graph replay, W4A16 (W4A4 alike), fused vs best of pipeline / per-entry, us:
+// Qwen3.6 T = 8 / 16 / 64: 54.5 / 75.4 / 165 vs 59.2 / 92.0 / 226 (T = 4: 41.3 vs 33.2);
+// Qwen3-30B T = 16 / 32: 91.8 / 122.8 vs 104.1 / 136.0 (T = 4: 49.7 vs 43.9); DeepSeek-V3 T = 2 /
+// 8 / 64: 156 / 478 / 1933 vs 161 / 513 / 2164; fi-32 T = 2..16 2-8 % faster, T = 32 (8 rows per
+// expert) 480 vs 431; fi-256 T = 64 340 vs 379, T = 16 156 vs 149 (102 experts x 16 FC1 units);
+// Mixtral (8 experts: 1024 FC2 units of K = 14336) 3-40 % slower everywhere.
+inline bool fused_decode_preferred(int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter, int64_t e_local,
+                                   int sms) {
+  if (!fused_decode_supported(tokens, top_k, e_local) || tokens < 1) return false;
+  const double warps = 16.0 * (sms > 0 ? sms : 132);
+  const double active = expected_active_experts(tokens, top_k, e_local);
+  const double fc1_units = active * double(inter / 16), fc2_units = active * double(hidden / 32);
+  const double rows = double(tokens * top_k) / std::max(active, 1.0);
+  return rows <= 6.0 && fc1_units >= 0.8 * warps && fc2_units >= warps;
+}
+
+// The path fused_moe takes for a call (never kAuto); the shape checks of fused_moe passed (a forced
+// path that is not supported has been rejected by them). kAuto: per-entry at T = 1 (one token's k
+// experts: both paths read the same weights, the per-entry one with 2 launches), else fused-decode
+// when preferred, else per-entry when preferred, else the pipeline.
+inline MoePath resolve_moe_path(MoePath path, int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter,
+                                int64_t e_local, bool w4a4, int sms) {
+  if (path != MoePath::kAuto) return path;
+  const bool per_entry = per_entry_supported(tokens, top_k, hidden);
+  if (per_entry && tokens == 1) return MoePath::kPerEntry;
+  if (fused_decode_preferred(tokens, top_k, hidden, inter, e_local, sms)) return MoePath::kFusedDecode;
+  if (per_entry && per_entry_preferred(tokens, top_k, inter, e_local, w4a4)) return MoePath::kPerEntry;
+  return MoePath::kPipeline;
 }
 
 inline bool is_moe_path(MoePath path) {
-  return path == MoePath::kAuto || path == MoePath::kPipeline || path == MoePath::kPerEntry;
+  return path == MoePath::kAuto || path == MoePath::kPipeline || path == MoePath::kPerEntry ||
+         path == MoePath::kFusedDecode;
 }
 
 }  // namespace fp4kit::moe_impl

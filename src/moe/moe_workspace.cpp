@@ -8,6 +8,7 @@
 
 #include "fp4kit/device.h"
 #include "gemm/grouped.h"
+#include "moe/fused_decode.h"
 #include "moe/moe_kernels.h"
 
 namespace fp4kit::moe_impl {
@@ -53,6 +54,7 @@ MoeWorkspaceLayout moe_workspace_layout(const MoeDims& d, size_t gemm1_ws_bytes,
   l.row_expert = region(R * sizeof(int32_t));
   l.chunk_counts = region(chunks * E * sizeof(int32_t));
   l.chunk_flags = region(chunks * sizeof(int32_t));
+  l.sync = region(size_t(fused_decode_sync_words(std::min(d.e_local, d.max_rows), d.hidden)) * sizeof(int32_t));
   l.act = region(R * size_t(std::max(d.hidden, d.inter)) * 2);
   l.gemm_out = region(R * size_t(std::max(2 * d.inter, d.hidden)) * 2);
   l.gemm1_ws_bytes = gemm1_ws_bytes;

@@ -9,6 +9,7 @@
 //   row_expert    int32[R]             local expert of each permuted row
 //   chunk_counts  int32[C * E_local]   multi-kernel permutation only (C chunks of R), else empty
 //   chunk_flags   int32[C]
+//   sync          int32[fused_decode_sync_words]  fused-decode path: its counters (fused_decode.h)
 //   act           16-bit [R, max(H, I)]   A1 [R, H] (FC1 input), later A2 [R, I] (FC2 input)
 //   gemm_out      16-bit [R, max(2I, H)]  F1 [R, 2I] (FC1 output), later F2 [R, H] (FC2 output)
 //   gemm1_ws      grouped GEMM workspace of FC1 (bound over every T <= max_tokens)
@@ -44,7 +45,7 @@ struct MoeDims {
 MoeDims moe_dims(const MoeParams& p);
 
 struct MoeWorkspaceLayout {
-  size_t header = 0, offsets = 0, active = 0, perm = 0, row_expert = 0, chunk_counts = 0, chunk_flags = 0;
+  size_t header = 0, offsets = 0, active = 0, perm = 0, row_expert = 0, chunk_counts = 0, chunk_flags = 0, sync = 0;
   size_t act = 0, gemm_out = 0, gemm1_ws = 0, gemm2_ws = 0;
   size_t gemm1_ws_bytes = 0, gemm2_ws_bytes = 0;
   size_t total = 0;

@@ -250,6 +250,8 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
   const int span = span_for(n, kPermuteWarps);
   const int nw = ceil_div_i(n, span);
   for (int i = tid; i < nw * e_local; i += kPermuteThreads) table[i] = 0;
+  if (publish)
+    for (int i = tid; i < a.clear_words; i += kPermuteThreads) a.clear[i] = 0;
   __syncthreads();
 
   int e[kIters], rank[kIters];

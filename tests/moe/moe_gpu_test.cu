@@ -17,6 +17,7 @@
 
 #include "common/gpu_test.h"
 #include "format/float16.h"
+#include "fp4kit/device.h"
 #include "fp4kit/gemm.h"
 #include "fp4kit/layout.h"
 #include "fp4kit/moe.h"
@@ -125,11 +126,13 @@ struct Config {
   bool per_expert_globals = false;
   bool weights_128x4 = false;  // checkpoint scales given to prepack_moe_weights in the 128x4 layout
   int64_t max_tokens = 0;
+  MoePath path = MoePath::kAuto;
   std::string name() const {
     return "T=" + std::to_string(T) + " H=" + std::to_string(H) + " I=" + std::to_string(I) + " E=" +
            std::to_string(E) + " k=" + std::to_string(k) + " ep=" + std::to_string(ep_rank) + "/" +
            std::to_string(ep_size) + (mode == MoeMode::kW4A4 ? " W4A4" : " W4A16") + " " + dtype_name(act) +
-           (fp4_input ? " fp4-input" : "") + (per_expert_globals ? " per-expert-gs" : "");
+           (fp4_input ? " fp4-input" : "") + (per_expert_globals ? " per-expert-gs" : "") +
+           (path == MoePath::kFusedDecode ? " fused-decode" : "");
   }
 };
 
@@ -386,6 +389,7 @@ void run_case(const Config& c, uint32_t seed) {
   const Layer L = make_layer(c, seed);
   const RefOut ref = reference_run(L, L.sel);
   DeviceLayer D(L);
+  D.p.path = c.path;
   const size_t ws_bytes = moe_workspace_bytes(D.p);
   DeviceBuffer<uint8_t> ws(ws_bytes);
   std::vector<uint16_t> first;
@@ -708,6 +712,124 @@ TEST(MoeGpu, PrepackMatchesPerExpertPrepack) {
   }
 }
 
+// ---- the fused-decode path (src/moe/fused_decode.cu) ---------------------------------------------------------------
+// One persistent kernel for FC1 + SwiGLU, FC2 and finalize after the permutation. Shapes cover the
+// kernel's branches: K = H of 2, 4 and 8 chunks (one pair, two pairs, the pipelined loop); FC2's
+// K = I of 2, 3 (an odd last chunk) and 4 chunks; experts with more than 8 rows (several token tiles
+// per unit: T = 40 over 8 experts); an expert-parallel slice.
+TEST(MoeGpu, FusedDecodeMatchesReference) {
+  FP4KIT_REQUIRE_SM90A();
+  uint32_t seed = 9500;
+  for (DType act : {DType::kBF16, DType::kFP16}) {
+    for (int64_t T : {1, 3, 17, 40}) {
+      Config a{T, 128, 128, 8, 2, 1, 0, MoeMode::kW4A16, act};
+      a.path = MoePath::kFusedDecode;
+      run_case(a, seed++);
+      Config b{T, 256, 192, 16, 4, 2, 1, MoeMode::kW4A16, act};
+      b.path = MoePath::kFusedDecode;
+      run_case(b, seed++);
+      Config c{T, 512, 256, 64, 8, 1, 0, MoeMode::kW4A16, act};
+      c.path = MoePath::kFusedDecode;
+      run_case(c, seed++);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+// W4A4: the FC1 epilogue quantizes h over 16-row blocks spread across 8 lanes (one or per-expert
+// activation global scales), 16-bit and pre-quantized inputs.
+TEST(MoeGpu, FusedDecodeW4A4MatchesReference) {
+  FP4KIT_REQUIRE_SM90A();
+  uint32_t seed = 9600;
+  for (int64_t T : {1, 5, 40}) {
+    Config a{T, 256, 256, 16, 4, 1, 0, MoeMode::kW4A4, DType::kBF16};
+    a.path = MoePath::kFusedDecode;
+    run_case(a, seed++);
+    Config b{T, 256, 192, 16, 4, 2, 0, MoeMode::kW4A4, DType::kFP16};
+    b.per_expert_globals = true;
+    b.path = MoePath::kFusedDecode;
+    run_case(b, seed++);
+    Config f{T, 256, 128, 16, 4, 2, 1, MoeMode::kW4A4, DType::kBF16};
+    f.fp4_input = true;
+    f.path = MoePath::kFusedDecode;
+    run_case(f, seed++);
+    if (HasFailure()) return;
+  }
+}
+
+// Tokens without a local expert get +0; with no local expert at all (no unit to run) the whole
+// output is +0.
+TEST(MoeGpu, FusedDecodeNonLocalTokensGiveZeros) {
+  FP4KIT_REQUIRE_SM90A();
+  Config c{9, 256, 128, 8, 2, 2, 0, MoeMode::kW4A16, DType::kBF16};
+  Layer L = make_layer(c, 9700);
+  for (int64_t t : {0, 4, 8}) {
+    L.sel[size_t(t * 2)] = 5;
+    L.sel[size_t(t * 2 + 1)] = 7;
+  }
+  const RefOut ref = reference_run(L, L.sel);
+  DeviceLayer D(L);
+  D.p.path = MoePath::kFusedDecode;
+  const size_t ws_bytes = moe_workspace_bytes(D.p);
+  DeviceBuffer<uint8_t> ws(ws_bytes);
+  D.out.poison();
+  FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<uint16_t> got = D.out.download();
+  expect_zero_rows(L, L.sel, got);
+  const Compare r = compare(got, ref, c.act);
+  EXPECT_EQ(r.nonfinite, 0);
+  EXPECT_LE(r.rel, 5e-3);
+
+  for (auto& e : L.sel) e = 4 + (e % 4);
+  DeviceLayer D2(L);
+  D2.p.path = MoePath::kFusedDecode;
+  D2.out.poison();
+  FP4_OK(fused_moe(D2.p, ws.ptr, ws_bytes, nullptr));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (uint16_t v : D2.out.download()) ASSERT_EQ(v, 0);
+}
+
+// Graph replay: the permutation clears the kernel's counters on every call.
+TEST(MoeGpu, FusedDecodeGraphReplaysBitIdentical) {
+  FP4KIT_REQUIRE_SM90A();
+  for (MoeMode mode : {MoeMode::kW4A16, MoeMode::kW4A4}) {
+    Config c{12, 512, 256, 32, 8, 1, 0, mode, DType::kBF16};
+    const Layer L = make_layer(c, 9800 + uint32_t(mode));
+    DeviceLayer D(L);
+    D.p.path = MoePath::kFusedDecode;
+    D.p.check_expert_ids = false;
+    const size_t ws_bytes = moe_workspace_bytes(D.p);
+    DeviceBuffer<uint8_t> ws(ws_bytes);
+    cudaStream_t stream;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    D.out.poison();
+    FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, stream));
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const std::vector<uint16_t> direct = D.out.download();
+    const RefOut ref = reference_run(L, L.sel);
+    const Compare r = compare(direct, ref, c.act);
+    EXPECT_LE(r.rel, 5e-3);
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    const Status captured = fused_moe(D.p, ws.ptr, ws_bytes, stream);
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    ASSERT_TRUE(captured.is_ok()) << captured.to_string();
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int rep = 0; rep < 3; ++rep) {
+      D.out.poison();
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      const std::vector<uint16_t> got = D.out.download();
+      EXPECT_EQ(std::memcmp(direct.data(), got.data(), got.size() * 2), 0) << "replay " << rep;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
+}
+
 // ---- the per-entry small-batch path (src/moe/per_entry.cu) -------------------------------------------------------
 namespace {
 
@@ -920,7 +1042,9 @@ TEST(MoeGpu, PerEntryGraphReplaysBitIdentical) {
     const RefOut ref = reference_run(L, L.sel);
     DeviceLayer D(L);
     D.p.check_expert_ids = false;
-    ASSERT_TRUE(moe_impl::use_per_entry_path(D.p.path, c.T, c.k, c.H, c.I, c.E, c.mode == MoeMode::kW4A4));
+    ASSERT_EQ(moe_impl::resolve_moe_path(D.p.path, c.T, c.k, c.H, c.I, c.E, c.mode == MoeMode::kW4A4,
+                                         device_info().sm_count),
+              MoePath::kPerEntry);
     const size_t ws_bytes = moe_workspace_bytes(D.p);
     DeviceBuffer<uint8_t> ws(ws_bytes);
     cudaStream_t stream;

@@ -63,6 +63,28 @@ TEST(MoePath, RejectsBadPathAndUnsupportedPerEntry) {
                "hidden <= 16384");
 }
 
+// kFusedDecode is limited to the fused permutation's sizes (T * top_k <= 4096, E_local <= 512);
+// kAuto and kPipeline are not.
+TEST(MoePath, FusedDecodeLimits) {
+  MoeParams big = params(513, 128, 64, 64, 8);  // 4104 entries
+  big.path = MoePath::kFusedDecode;
+  expect_error(fused_moe(big, fake(0x1000000), size_t(1) << 30, nullptr), StatusCode::kNotSupported,
+               "path kFusedDecode needs num_tokens * top_k <= 4096");
+  EXPECT_EQ(moe_workspace_bytes(big), 0u);
+  big.path = MoePath::kPipeline;
+  EXPECT_GT(moe_workspace_bytes(big), 0u);
+
+  MoeParams many = params(4, 128, 64, 1024, 2);  // 1024 local experts
+  many.path = MoePath::kFusedDecode;
+  expect_error(fused_moe(many, fake(0x1000000), size_t(1) << 30, nullptr), StatusCode::kNotSupported,
+               "num_experts / ep_size <= 512");
+  many.ep_size = 2;  // 512 local experts
+  EXPECT_GT(moe_workspace_bytes(many), 0u);
+  EXPECT_TRUE(moe_impl::fused_decode_supported(512, 8, 512));
+  EXPECT_FALSE(moe_impl::fused_decode_supported(513, 8, 512));
+  EXPECT_FALSE(moe_impl::fused_decode_supported(1, 8, 513));
+}
+
 // One workspace serves both paths (the per-entry path uses the pipeline layout's act region).
 TEST(MoePath, WorkspaceIsTheSameForEveryPath) {
   for (int64_t T : {1, 3, 32}) {
@@ -82,8 +104,12 @@ TEST(MoePath, WorkspaceIsTheSameForEveryPath) {
 }
 
 TEST(MoePath, AutoRule) {
-  auto pe = [](int64_t T, int64_t k, int64_t H, int64_t I, int64_t E, bool w4a4 = false) {
-    return moe_impl::use_per_entry_path(MoePath::kAuto, T, k, H, I, E, w4a4);
+  // An H100's 132 SMs.
+  auto path = [](int64_t T, int64_t k, int64_t H, int64_t I, int64_t E, bool w4a4 = false, int sms = 132) {
+    return moe_impl::resolve_moe_path(MoePath::kAuto, T, k, H, I, E, w4a4, sms);
+  };
+  auto pe = [&](int64_t T, int64_t k, int64_t H, int64_t I, int64_t E, bool w4a4 = false) {
+    return path(T, k, H, I, E, w4a4) == MoePath::kPerEntry;
   };
   // Qwen3.6-35B-A3B (H 2048, I 512, E 256, k 8): per-entry up to T = 4 (32 entries) in W4A16,
   // up to T = 2 in W4A4.
@@ -105,9 +131,29 @@ TEST(MoePath, AutoRule) {
   // Outside the per-entry limits kAuto keeps the pipeline.
   EXPECT_FALSE(pe(1, 33, 2048, 512, 256));
   EXPECT_FALSE(pe(1, 8, 16384 + 64, 512, 256));
+  // The fused-decode path: enough FC1 units (experts x I/16) and FC2 units (experts x H/32) for the
+  // 16 warps per SM, at most 6 rows per expert, T * k <= 4096.
+  constexpr MoePath kFused = MoePath::kFusedDecode, kPipe = MoePath::kPipeline;
+  EXPECT_EQ(path(8, 8, 2048, 512, 256), kFused);  // Qwen3.6: 57 experts x 32 FC1 units
+  EXPECT_EQ(path(16, 8, 2048, 512, 256, true), kFused);
+  EXPECT_EQ(path(64, 8, 2048, 512, 256), kFused);
+  EXPECT_EQ(path(600, 8, 2048, 512, 256), kPipe);  // 4800 entries: past the fused permutation
+  EXPECT_EQ(path(4, 8, 2048, 512, 256, false, 66), kFused);  // half the SMs: 31 experts suffice
+  EXPECT_EQ(path(4, 8, 2048, 768, 128), MoePath::kPerEntry);  // Qwen3-30B
+  EXPECT_EQ(path(8, 8, 2048, 768, 128), kFused);
+  EXPECT_EQ(path(1, 8, 7168, 2048, 256), MoePath::kPerEntry);  // DeepSeek-V3
+  EXPECT_EQ(path(2, 8, 7168, 2048, 256), kFused);
+  EXPECT_EQ(path(16, 8, 7168, 256, 256), kPipe);  // fi-256: 102 experts x 16 FC1 units
+  EXPECT_EQ(path(64, 8, 7168, 256, 256), kFused);
+  EXPECT_EQ(path(2, 8, 7168, 2048, 32), kFused);  // fi-32
+  EXPECT_EQ(path(32, 8, 7168, 2048, 32), kPipe);  // 8 rows per expert
+  EXPECT_EQ(path(4, 2, 4096, 14336, 8), kPipe);   // Mixtral: 8 experts x 128 FC2 units
+  EXPECT_EQ(path(16, 2, 4096, 14336, 8), kPipe);
+  EXPECT_NEAR(moe_impl::expected_active_experts(2, 8, 256), 15.75, 1e-9);
+  EXPECT_NEAR(moe_impl::expected_active_experts(3, 8, 8), 8.0, 1e-9);
   // Forced paths.
-  EXPECT_FALSE(moe_impl::use_per_entry_path(MoePath::kPipeline, 1, 8, 2048, 512, 256, false));
-  EXPECT_TRUE(moe_impl::use_per_entry_path(MoePath::kPerEntry, 64, 8, 2048, 512, 8, false));
+  for (MoePath forced : {MoePath::kPipeline, MoePath::kPerEntry, MoePath::kFusedDecode})
+    EXPECT_EQ(moe_impl::resolve_moe_path(forced, 8, 8, 2048, 512, 256, false, 132), forced);
   EXPECT_TRUE(moe_impl::per_entry_supported(8191, 8, 2048));
   EXPECT_FALSE(moe_impl::per_entry_supported(8192, 8, 2048));  // T * k > 65535
 }

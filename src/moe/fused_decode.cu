@@ -1,0 +1,415 @@
+// The fused-decode MoE kernel: FC1 + SwiGLU, FC2 and finalize of a small batch in ONE persistent
+// launch after the fused permutation (path MoePath::kFusedDecode; overview in docs/MOE.md).
+//
+// At small T every active expert has a few rows, so both GEMMs are streams of expert weights (the
+// decode family's job). As separate launches (FC1, SwiGLU, FC2, finalize) HBM idles at every
+// boundary: a grid's tail, the SwiGLU and finalize kernels' latency chains, the next grid's ramp.
+// Here a warp takes work units in a fixed global order, FC1 units of every active expert first:
+//   FC1 unit (slot s, i)   rows [16i, 16i + 16) of up and of gate (the two row tiles of one warp's
+//                          stream, K = H) against every row of expert active[s]; the epilogue
+//                          applies alpha1, rounds, and writes h = r16(silu(gate) * up) (W4A4: then
+//                          NVFP4-quantized with fc2_act_global and decoded) -> h [rows, I]
+//   FC2 unit (slot s, rb)  rows [32 rb, 32 rb + 32) of W2 (K = I) against h of expert active[s],
+//                          after every FC1 unit of s is done (per-slot counter, acquire); -> F2
+//                          rows, written over the expert's own A1 rows (dead once its FC1 is done)
+//   finalize               the last FC2 unit of row block rb (per-row-block counter) sums, for
+//                          every token, its k slots' F2 rows in j order from +0 (as finalize_kernel)
+// Units are handed out in order (the first by warp id, then from an atomic counter), so a unit
+// only waits on units handed out before it: no deadlock whatever the residency. Which warp
+// computes a unit does not change its result (each unit is one warp's full-K sum), and the
+// finalize order is fixed: bit-identical runs. The counters are zeroed by the permutation kernel.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "common/cuda_check.h"
+#include "common/launch_kernel.h"
+#include "gemm/prepacked_layout.h"
+#include "gemm/sm90/decode_kernel.cuh"
+#include "moe/fused_decode.h"
+#include "moe/moe_device.cuh"
+
+namespace fp4kit::moe_impl {
+namespace {
+
+using gemm_impl::sm90::compute_chunk;
+using gemm_impl::sm90::load_stream_u2;
+using gemm_impl::sm90::load_stream_u4;
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kU = 4;  // chunks of weights held per warp (two pairs, software-pipelined)
+
+__device__ __forceinline__ int ld_acquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// The weights in flight for one warp: kU chunks of two row tiles, as two pairs of chunks. One set
+// per warp, shared by both unit kinds.
+struct GroupRegs {
+  uint4 wc[kU][2];
+  uint2 ws[kU][2];
+};
+
+// One warp's stream over two row tiles (codes c[r], scales s[r] at the current chunk) against one
+// 8-token tile of row-major activations (act: this lane's word of the current chunk).
+struct PairStream {
+  const uint4* c[2];
+  const uint2* s[2];
+  const unsigned* act;
+
+  // Requests chunks [off, off + n) (from the current one) into slots [slot, slot + n) of w.
+  __device__ __forceinline__ void load(GroupRegs& w, int slot, int off, int n) const {
+#pragma unroll
+    for (int u = 0; u < 2; ++u)
+      if (u < n)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          w.wc[slot + u][r] = load_stream_u4(c[r] + (off + u) * 32);
+          w.ws[slot + u][r] = load_stream_u2(s[r] + (off + u) * 8);
+        }
+  }
+  // Accumulates the n chunks in slots [slot, slot + n) (the current chunks) and moves past them.
+  // kCoherent: the activations were written during this launch (FC2 reads h): L2 loads instead of
+  // the read-only path.
+  template <typename T, bool kCoherent>
+  __device__ __forceinline__ void compute(const GroupRegs& w, int slot, int n, float (&acc)[2][1][4]) {
+#pragma unroll
+    for (int u = 0; u < 2; ++u)
+      if (u < n) {
+        uint32_t a[1][4][2];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          if constexpr (kCoherent) {
+            a[0][q][0] = __ldcg(act + u * 32 + q * 8);
+            a[0][q][1] = __ldcg(act + u * 32 + q * 8 + 4);
+          } else {
+            a[0][q][0] = __ldg(act + u * 32 + q * 8);
+            a[0][q][1] = __ldg(act + u * 32 + q * 8 + 4);
+          }
+        }
+        compute_chunk<T, 1, 2>(w.wc[slot + u], w.ws[slot + u], a, acc);
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      c[r] += n * 32;
+      s[r] += n * 8;
+    }
+    act += n * 32;
+  }
+  // Streams chunks [0, kc), software-pipelined over pairs of chunks: the two pairs of w alternate,
+  // the next pair requested before the current one is computed (H100: 1-7 % faster than one
+  // 4-chunk group at a time, docs/PERF.md session 9). `pre`: the caller already requested the
+  // first pair (load(w, 0, 0, 2)).
+  template <typename T, bool kCoherent>
+  __device__ __forceinline__ void run(GroupRegs& w, int kc, bool pre, float (&acc)[2][1][4]) {
+    int j = 0;
+    if (kc >= 2) {
+      if (!pre) load(w, 0, 0, 2);
+      while (true) {
+        if (j + 4 <= kc) load(w, 2, 2, 2);
+        compute<T, kCoherent>(w, 0, 2, acc);
+        j += 2;
+        if (j + 2 > kc) break;
+        if (j + 4 <= kc) load(w, 0, 2, 2);
+        compute<T, kCoherent>(w, 2, 2, acc);
+        j += 2;
+        if (j + 2 > kc) break;
+      }
+    }
+    if (j < kc) {  // an odd last chunk
+      load(w, 0, 0, 1);
+      compute<T, kCoherent>(w, 0, 1, acc);
+    }
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ const unsigned* act_words(const void* base, int64_t row0, int64_t ld, int m, int tok0,
+                                                     int lane) {
+  // Token rows past m read row m - 1 (their MMA columns are never stored).
+  const int tok = min(tok0 + (lane >> 2), m - 1);
+  const T* row = static_cast<const T*>(base) + (row0 + tok) * ld + 2 * (lane & 3);
+  return reinterpret_cast<const unsigned*>(row);
+}
+
+struct Group {
+  int e;     // local expert
+  int row0;  // first row
+  int m;     // rows
+};
+
+__device__ __forceinline__ Group group_of(const FusedDecodeArgs& a, int s) {
+  Group g;
+  g.e = __ldg(a.active + s);
+  g.row0 = __ldg(a.offsets + g.e);
+  g.m = __ldg(a.offsets + g.e + 1) - g.row0;
+  return g;
+}
+
+// Binds the FC1 stream of unit (expert e, i): up tile i and gate tile I/16 + i.
+__device__ __forceinline__ void bind_fc1(const FusedDecodeArgs& a, PairStream& st, int e, int i, int lane) {
+  const int64_t kc = a.hidden / 64;
+  const uint8_t* base = a.w1 + int64_t(e) * a.w1_bytes;
+  const uint4* codes = reinterpret_cast<const uint4*>(base);
+  const uint2* scales = reinterpret_cast<const uint2*>(base + a.w1_code_bytes);
+  const int64_t tiles[2] = {i, a.inter / 16 + int64_t(i)};
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    st.c[r] = codes + tiles[r] * kc * 32 + lane;
+    st.s[r] = scales + tiles[r] * kc * 8 + (lane >> 2);
+  }
+}
+
+__device__ __forceinline__ void bind_fc2(const FusedDecodeArgs& a, PairStream& st, int e, int rb, int lane) {
+  const int64_t kc = a.inter / 64;
+  const uint8_t* base = a.w2 + int64_t(e) * a.w2_bytes;
+  const uint4* codes = reinterpret_cast<const uint4*>(base);
+  const uint2* scales = reinterpret_cast<const uint2*>(base + a.w2_code_bytes);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    st.c[r] = codes + (2 * rb + r) * kc * 32 + lane;
+    st.s[r] = scales + (2 * rb + r) * kc * 8 + (lane >> 2);
+  }
+}
+
+// The GEMM epilogue's rounding (store_block in decode_kernel.cuh): r16((acc * 2^k) * alpha + 0).
+template <bool kBF16>
+__device__ __forceinline__ uint32_t round_out(float acc, float alpha) {
+  const float b = 0.0f;
+  return float_to_act<kBF16>((acc * gemm_impl::kWeightDecodeScale) * alpha + b);
+}
+
+// FC1 unit: up/gate rows [16i, 16i + 16) of expert g.e for all its rows, SwiGLU (+ W4A4 round trip)
+// into h. The first token tile's first load group may already be in flight (`pre`).
+template <typename T, bool kBF16, bool kQuant>
+__device__ __forceinline__ void fc1_unit(const FusedDecodeArgs& a, PairStream& st, GroupRegs& w, const Group& g,
+                                         int i, bool pre, int lane) {
+  const int kc = a.hidden / 64;
+  const float alpha = __ldg(a.alpha1 + g.e);
+  const float gs = kQuant ? __ldg(a.act_global2 + (a.per_expert ? g.e : 0)) : 1.0f;
+  const int gr = lane >> 2, c = lane & 3;
+  uint16_t* h = static_cast<uint16_t*>(a.h);
+  for (int tok0 = 0; tok0 < g.m; tok0 += 8) {
+    if (tok0 > 0) {
+      bind_fc1(a, st, g.e, i, lane);
+      pre = false;
+    }
+    st.act = act_words<T>(a.a1, g.row0, a.hidden, g.m, tok0, lane);
+    float acc[2][1][4];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[r][0][q] = 0.0f;
+    st.run<T, false>(w, kc, pre, acc);
+    // acc[0]: up rows 16i + gr (+8), acc[1]: gate rows; element 2 hh + e: row gr + 8 hh, token 2c + e.
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int tok = tok0 + 2 * c + e;
+      float x[2];
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const float up = act_to_float<kBF16>(round_out<kBF16>(acc[0][0][2 * hh + e], alpha));
+        const float gate = act_to_float<kBF16>(round_out<kBF16>(acc[1][0][2 * hh + e], alpha));
+        x[hh] = act_to_float<kBF16>(float_to_act<kBF16>(swiglu(gate, up)));
+      }
+      // The 16 values of this token's block are on the 8 lanes with this c (2 each): every lane
+      // takes part in the shuffles; the lanes of a token past m (all 8 alike) store nothing.
+      if constexpr (kQuant) nvfp4_exact_roundtrip_lanes<2, 4>(x, gs);
+      if (tok < g.m) {
+        uint16_t* dst = h + int64_t(g.row0 + tok) * a.inter + int64_t(i) * 16 + gr;
+        dst[0] = uint16_t(float_to_act<kBF16>(x[0]));
+        dst[8] = uint16_t(float_to_act<kBF16>(x[1]));
+      }
+    }
+  }
+}
+
+// FC2 unit: W2 rows [32 rb, 32 rb + 32) of expert g.e against its h rows -> F2 rows (over A1).
+template <typename T, bool kBF16>
+__device__ __forceinline__ void fc2_unit(const FusedDecodeArgs& a, PairStream& st, GroupRegs& w, const Group& g,
+                                         int rb, bool pre, int lane) {
+  const int kc = a.inter / 64;
+  const float alpha = __ldg(a.alpha2 + g.e);
+  const int gr = lane >> 2, c = lane & 3;
+  uint16_t* f2 = static_cast<uint16_t*>(a.f2);
+  for (int tok0 = 0; tok0 < g.m; tok0 += 8) {
+    if (tok0 > 0) {
+      bind_fc2(a, st, g.e, rb, lane);
+      pre = false;
+    }
+    st.act = act_words<T>(a.h, g.row0, a.inter, g.m, tok0, lane);
+    float acc[2][1][4];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[r][0][q] = 0.0f;
+    st.run<T, true>(w, kc, pre, acc);
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int tok = tok0 + 2 * c + e;
+          if (tok < g.m)
+            f2[int64_t(g.row0 + tok) * a.hidden + int64_t(rb) * 32 + r * 16 + gr + 8 * hh] =
+                uint16_t(round_out<kBF16>(acc[r][0][2 * hh + e], alpha));
+        }
+  }
+}
+
+// The finalize of rows [32 rb, 32 rb + 32) for every token, by the warp that completed the row
+// block's last FC2 unit: 4 vectors of 8 per token, k slots in batches of 4 (finalize_kernel's
+// arithmetic; batches of 8 spilled at the kernel's 128 registers).
+template <bool kBF16>
+__device__ __forceinline__ void finalize_rows(const FusedDecodeArgs& a, int rb, int lane) {
+  constexpr int kBatch = 4;
+  const uint16_t* f2 = static_cast<const uint16_t*>(a.f2);
+  uint16_t* out = static_cast<uint16_t*>(a.out);
+  const int64_t items = int64_t(a.tokens) * 4;
+  for (int64_t it = lane; it < items; it += 32) {
+    const int64_t t = it >> 2;
+    const int64_t col = int64_t(rb) * 32 + (it & 3) * 8;
+    float acc[8];
+#pragma unroll
+    for (int q = 0; q < 8; ++q) acc[q] = 0.0f;
+    for (int j0 = 0; j0 < a.top_k; j0 += kBatch) {
+      int row[kBatch];
+      float w[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        const int j = j0 + b;
+        row[b] = j < a.top_k ? __ldg(a.perm + t * a.top_k + j) : -1;
+        w[b] = j < a.top_k ? __ldg(a.final_scales + t * a.top_k + j) : 0.0f;
+      }
+      uint4 v[kBatch];
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b)
+        v[b] = row[b] >= 0 ? __ldcg(reinterpret_cast<const uint4*>(f2 + int64_t(row[b]) * a.hidden + col))
+                           : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int b = 0; b < kBatch; ++b) {
+        if (row[b] < 0) continue;
+        float x[8];
+        unpack8<kBF16>(v[b], x);
+#pragma unroll
+        for (int q = 0; q < 8; ++q) acc[q] = __fadd_rn(acc[q], __fmul_rn(w[b], x[q]));  // no FMA, as the reference
+      }
+    }
+    *reinterpret_cast<uint4*>(out + t * a.hidden + col) = pack8<kBF16>(acc);
+  }
+}
+
+// 2 CTAs per SM: the kernel needs 124-128 registers (at 80, for 3 CTAs, it spilled ~1 KB per thread).
+template <typename T, bool kQuant>
+__global__ void __launch_bounds__(kThreads, 2) moe_fused_decode_kernel(FusedDecodeArgs a) {
+  constexpr bool kBF16 = std::is_same_v<T, __nv_bfloat16>;
+  const int lane = threadIdx.x & 31;
+  // Units are numbered FC1 (slot-major) then FC2; warp w starts with unit w (warps numbered
+  // CTA-fastest, so that neighbouring units land on different SMs; CTA-major numbering, whose 8 warps
+  // of a CTA share one expert's activation rows in L1, measured the same on an H100), then takes the
+  // next unit from the dispenser.
+  const int64_t warps = int64_t(gridDim.x) * kWarps;
+  int64_t u = int64_t(threadIdx.x >> 5) * gridDim.x + blockIdx.x;
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  // The group list is published before the permutation triggers this launch (its fence and
+  // trigger: PermuteArgs::publish_before_trigger), so the first FC1 unit's weights are requested
+  // before the wait; A1, h's storage and the counters only after it.
+  const int na = min(__ldg(a.num_active), a.slots);
+  const int ib = a.inter / 16, rbs = a.hidden / 32;
+  const int64_t u1 = int64_t(na) * ib, total = u1 + int64_t(na) * rbs;
+  PairStream st;
+  GroupRegs w;
+  bool pre = false;
+  Group g{};
+  if (u < u1 && a.hidden / 64 >= 2) {
+    g = group_of(a, int(u / ib));
+    bind_fc1(a, st, g.e, int(u % ib), lane);
+    st.load(w, 0, 0, 2);
+    pre = true;
+  }
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (na == 0) {
+    // No local expert has a row: every output is +0.
+    const int64_t vecs = int64_t(a.tokens) * a.hidden / 8;
+    for (int64_t v = int64_t(blockIdx.x) * kThreads + threadIdx.x; v < vecs; v += int64_t(gridDim.x) * kThreads)
+      reinterpret_cast<uint4*>(a.out)[v] = make_uint4(0, 0, 0, 0);
+    return;
+  }
+  int64_t next = 0;
+  while (u < total) {
+    // Ask for the unit after this one now; its answer is needed only at the end of this one.
+    if (lane == 0) next = warps + atomicAdd(a.dispenser, 1);
+    if (u < u1) {
+      const int s = int(u / ib);
+      const int i = int(u - int64_t(s) * ib);
+      if (!pre) {
+        g = group_of(a, s);
+        bind_fc1(a, st, g.e, i, lane);
+      }
+      fc1_unit<T, kBF16, kQuant>(a, st, w, g, i, pre, lane);
+      __syncwarp();
+      if (lane == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(a.fc1_done + s) : "memory");
+    } else {
+      const int64_t v = u - u1;
+      const int s = int(v / rbs);
+      const int rb = int(v - int64_t(s) * rbs);
+      g = group_of(a, s);
+      bind_fc2(a, st, g.e, rb, lane);
+      // The first weights do not depend on FC1: request them, then wait for the expert's h.
+      const bool early = a.inter / 64 >= 2;
+      if (early) st.load(w, 0, 0, 2);
+      if (lane == 0)
+        while (ld_acquire(a.fc1_done + s) < ib) __nanosleep(64);
+      __syncwarp();
+      fc2_unit<T, kBF16>(a, st, w, g, rb, early, lane);
+      __syncwarp();
+      int arrived = 0;
+      if (lane == 0) arrived = gemm_impl::sm90::arrive_acq_rel(a.fin_count + rb);
+      arrived = __shfl_sync(kFullMask, arrived, 0);
+      if (arrived == na - 1) finalize_rows<kBF16>(a, rb, lane);
+    }
+    pre = false;
+    u = __shfl_sync(kFullMask, next, 0);
+  }
+}
+
+template <typename T, bool kQuant>
+int resident_ctas() {
+  static const int n = [] {
+    int b = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, moe_fused_decode_kernel<T, kQuant>, kThreads, 0) != cudaSuccess)
+      b = 1;
+    return std::max(b, 1);
+  }();
+  return n;
+}
+
+template <typename T, bool kQuant>
+Status launch_typed(const FusedDecodeArgs& a, int sm_count, cudaStream_t stream) {
+  // One resident wave at most; fewer CTAs when there are fewer units than warps.
+  const int64_t units = int64_t(a.slots) * (a.inter / 16 + a.hidden / 32);
+  const int64_t ctas =
+      std::clamp<int64_t>((units + kWarps - 1) / kWarps, 1, int64_t(sm_count) * resident_ctas<T, kQuant>());
+  return detail::cuda_status(
+      launch_kernel(moe_fused_decode_kernel<T, kQuant>, dim3(unsigned(ctas)), dim3(kThreads), 0, stream, true, a),
+      "fused_moe: moe_fused_decode_kernel");
+}
+
+}  // namespace
+
+Status launch_fused_decode(const FusedDecodeArgs& a, bool bf16, bool quantize, int sm_count, cudaStream_t stream) {
+  if (a.slots <= 0 || a.hidden % 64 != 0 || a.inter % 64 != 0 || a.tokens <= 0)
+    return Status(StatusCode::kInternal, "fused_moe: fused decode kernel used outside its limits");
+  if (bf16) return quantize ? launch_typed<__nv_bfloat16, true>(a, sm_count, stream)
+                            : launch_typed<__nv_bfloat16, false>(a, sm_count, stream);
+  return quantize ? launch_typed<__half, true>(a, sm_count, stream) : launch_typed<__half, false>(a, sm_count, stream);
+}
+
+}  // namespace fp4kit::moe_impl
