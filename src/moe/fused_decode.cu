@@ -8,7 +8,9 @@
 //   FC1 unit (slot s, i)   rows [16i, 16i + 16) of up and of gate (the two row tiles of one warp's
 //                          stream, K = H) against every row of expert active[s]; the epilogue
 //                          applies alpha1, rounds, and writes h = r16(silu(gate) * up) (W4A4: then
-//                          NVFP4-quantized with fc2_act_global and decoded) -> h [rows, I]
+//                          NVFP4-quantized with fc2_act_global and decoded) -> h [rows, I]. With
+//                          few units, each is split along K into fc1_parts warps whose FP32
+//                          partials the last to arrive adds in part order before the epilogue
 //   FC2 unit (slot s, rb)  rows [32 rb, 32 rb + 32) of W2 (K = I) against h of expert active[s],
 //                          after every FC1 unit of s is done (per-slot counter, acquire); -> F2
 //                          rows, written over the expert's own A1 rows (dead once its FC1 is done)
@@ -153,7 +155,7 @@ __device__ __forceinline__ Group group_of(const FusedDecodeArgs& a, int s) {
 }
 
 // Binds the FC1 stream of unit (expert e, i): up tile i and gate tile I/16 + i.
-__device__ __forceinline__ void bind_fc1(const FusedDecodeArgs& a, PairStream& st, int e, int i, int lane) {
+__device__ __forceinline__ void bind_fc1(const FusedDecodeArgs& a, PairStream& st, int e, int i, int j0, int lane) {
   const int64_t kc = a.hidden / 64;
   const uint8_t* base = a.w1 + int64_t(e) * a.w1_bytes;
   const uint4* codes = reinterpret_cast<const uint4*>(base);
@@ -161,8 +163,8 @@ __device__ __forceinline__ void bind_fc1(const FusedDecodeArgs& a, PairStream& s
   const int64_t tiles[2] = {i, a.inter / 16 + int64_t(i)};
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    st.c[r] = codes + tiles[r] * kc * 32 + lane;
-    st.s[r] = scales + tiles[r] * kc * 8 + (lane >> 2);
+    st.c[r] = codes + (tiles[r] * kc + j0) * 32 + lane;
+    st.s[r] = scales + (tiles[r] * kc + j0) * 8 + (lane >> 2);
   }
 }
 
@@ -185,28 +187,74 @@ __device__ __forceinline__ uint32_t round_out(float acc, float alpha) {
   return float_to_act<kBF16>((acc * gemm_impl::kWeightDecodeScale) * alpha + b);
 }
 
-// FC1 unit: up/gate rows [16i, 16i + 16) of expert g.e for all its rows, SwiGLU (+ W4A4 round trip)
-// into h. The first token tile's first load group may already be in flight (`pre`).
+// The chunks [j0, j1) of K = H that part `part` of an FC1 unit streams: with a.fc1_parts > 1 each
+// part takes an equal range, except for an expert with more than 8 rows (several token tiles),
+// whose part 0 does the whole unit alone (returns false for the other parts: nothing to do).
+__device__ __forceinline__ bool fc1_range(const FusedDecodeArgs& a, const Group& g, int part, int& j0, int& j1) {
+  const int kc = a.hidden / 64, parts = a.fc1_parts;
+  if (parts > 1 && g.m <= 8) {
+    j0 = kc * part / parts;
+    j1 = kc * (part + 1) / parts;
+    return true;
+  }
+  j0 = 0;
+  j1 = kc;
+  return part == 0;
+}
+
+// FC1 unit (or part of one): up/gate rows [16i, 16i + 16) of expert g.e for all its rows, chunks
+// [j0, j1) (st bound there; the first pair may already be in flight: `pre`). A split unit's parts
+// leave their FP32 sums in the workspace and the last to arrive adds them in part order (whichever
+// part that is: deterministic). The warp that completes the unit applies alpha, SwiGLU (+ the W4A4
+// round trip) and writes h; returns whether this warp did.
 template <typename T, bool kBF16, bool kQuant>
-__device__ __forceinline__ void fc1_unit(const FusedDecodeArgs& a, PairStream& st, GroupRegs& w, const Group& g,
-                                         int i, bool pre, int lane) {
-  const int kc = a.hidden / 64;
+__device__ __forceinline__ bool fc1_unit(const FusedDecodeArgs& a, PairStream& st, GroupRegs& w, const Group& g,
+                                         int s, int i, int part, int j0, int j1, bool pre, int lane) {
+  const int parts = a.fc1_parts;
+  const bool split = parts > 1 && g.m <= 8;
   const float alpha = __ldg(a.alpha1 + g.e);
   const float gs = kQuant ? __ldg(a.act_global2 + (a.per_expert ? g.e : 0)) : 1.0f;
   const int gr = lane >> 2, c = lane & 3;
   uint16_t* h = static_cast<uint16_t*>(a.h);
   for (int tok0 = 0; tok0 < g.m; tok0 += 8) {
-    if (tok0 > 0) {
-      bind_fc1(a, st, g.e, i, lane);
+    if (tok0 > 0) {  // (not split: j0 = 0)
+      bind_fc1(a, st, g.e, i, 0, lane);
       pre = false;
     }
-    st.act = act_words<T>(a.a1, g.row0, a.hidden, g.m, tok0, lane);
+    st.act = act_words<T>(a.a1, g.row0, a.hidden, g.m, tok0, lane) + j0 * 32;
     float acc[2][1][4];
 #pragma unroll
     for (int r = 0; r < 2; ++r)
 #pragma unroll
       for (int q = 0; q < 4; ++q) acc[r][0][q] = 0.0f;
-    st.run<T, false>(w, kc, pre, acc);
+    st.run<T, false>(w, j1 - j0, pre, acc);
+    if (split) {
+      const int64_t unit = int64_t(s) * (a.inter / 16) + i;
+      float4* mine = reinterpret_cast<float4*>(a.partials + (unit * parts + part) * 256) + lane * 2;
+      __stcg(mine, make_float4(acc[0][0][0], acc[0][0][1], acc[0][0][2], acc[0][0][3]));
+      __stcg(mine + 1, make_float4(acc[1][0][0], acc[1][0][1], acc[1][0][2], acc[1][0][3]));
+      __syncwarp();
+      int arrived = 0;
+      if (lane == 0) arrived = gemm_impl::sm90::arrive_acq_rel(a.split_count + unit);
+      arrived = __shfl_sync(kFullMask, arrived, 0);
+      if (arrived != parts - 1) return false;
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[r][0][q] = 0.0f;
+      for (int p = 0; p < parts; ++p) {
+        const float4* x = reinterpret_cast<const float4*>(a.partials + (unit * parts + p) * 256) + lane * 2;
+        const float4 x0 = __ldcg(x), x1 = __ldcg(x + 1);
+        acc[0][0][0] += x0.x;
+        acc[0][0][1] += x0.y;
+        acc[0][0][2] += x0.z;
+        acc[0][0][3] += x0.w;
+        acc[1][0][0] += x1.x;
+        acc[1][0][1] += x1.y;
+        acc[1][0][2] += x1.z;
+        acc[1][0][3] += x1.w;
+      }
+    }
     // acc[0]: up rows 16i + gr (+8), acc[1]: gate rows; element 2 hh + e: row gr + 8 hh, token 2c + e.
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
@@ -228,6 +276,7 @@ __device__ __forceinline__ void fc1_unit(const FusedDecodeArgs& a, PairStream& s
       }
     }
   }
+  return true;
 }
 
 // FC2 unit: W2 rows [32 rb, 32 rb + 32) of expert g.e against its h rows -> F2 rows (over A1).
@@ -323,16 +372,21 @@ __global__ void __launch_bounds__(kThreads, 2) moe_fused_decode_kernel(FusedDeco
   // before the wait; A1, h's storage and the counters only after it.
   const int na = min(__ldg(a.num_active), a.slots);
   const int ib = a.inter / 16, rbs = a.hidden / 32;
-  const int64_t u1 = int64_t(na) * ib, total = u1 + int64_t(na) * rbs;
+  const int per_slot = ib * a.fc1_parts;  // FC1 units (parts) per expert
+  const int64_t u1 = int64_t(na) * per_slot, total = u1 + int64_t(na) * rbs;
   PairStream st;
   GroupRegs w;
   bool pre = false;
   Group g{};
-  if (u < u1 && a.hidden / 64 >= 2) {
-    g = group_of(a, int(u / ib));
-    bind_fc1(a, st, g.e, int(u % ib), lane);
-    st.load(w, 0, 0, 2);
-    pre = true;
+  if (u < u1) {
+    const int s = int(u / per_slot), r = int(u - int64_t(s) * per_slot);
+    g = group_of(a, s);
+    int j0, j1;
+    if (fc1_range(a, g, r % a.fc1_parts, j0, j1) && j1 - j0 >= 2) {
+      bind_fc1(a, st, g.e, r / a.fc1_parts, j0, lane);
+      st.load(w, 0, 0, 2);
+      pre = true;
+    }
   }
   asm volatile("griddepcontrol.wait;" ::: "memory");
   if (na == 0) {
@@ -347,15 +401,17 @@ __global__ void __launch_bounds__(kThreads, 2) moe_fused_decode_kernel(FusedDeco
     // Ask for the unit after this one now; its answer is needed only at the end of this one.
     if (lane == 0) next = warps + atomicAdd(a.dispenser, 1);
     if (u < u1) {
-      const int s = int(u / ib);
-      const int i = int(u - int64_t(s) * ib);
-      if (!pre) {
-        g = group_of(a, s);
-        bind_fc1(a, st, g.e, i, lane);
+      const int s = int(u / per_slot), r = int(u - int64_t(s) * per_slot);
+      const int i = r / a.fc1_parts, part = r - i * a.fc1_parts;
+      if (!pre) g = group_of(a, s);
+      int j0, j1;
+      if (fc1_range(a, g, part, j0, j1)) {
+        if (!pre) bind_fc1(a, st, g.e, i, j0, lane);
+        if (fc1_unit<T, kBF16, kQuant>(a, st, w, g, s, i, part, j0, j1, pre, lane)) {
+          __syncwarp();
+          if (lane == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(a.fc1_done + s) : "memory");
+        }
       }
-      fc1_unit<T, kBF16, kQuant>(a, st, w, g, i, pre, lane);
-      __syncwarp();
-      if (lane == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(a.fc1_done + s) : "memory");
     } else {
       const int64_t v = u - u1;
       const int s = int(v / rbs);
@@ -394,7 +450,7 @@ int resident_ctas() {
 template <typename T, bool kQuant>
 Status launch_typed(const FusedDecodeArgs& a, int sm_count, cudaStream_t stream) {
   // One resident wave at most; fewer CTAs when there are fewer units than warps.
-  const int64_t units = int64_t(a.slots) * (a.inter / 16 + a.hidden / 32);
+  const int64_t units = int64_t(a.slots) * (a.inter / 16 * a.fc1_parts + a.hidden / 32);
   const int64_t ctas =
       std::clamp<int64_t>((units + kWarps - 1) / kWarps, 1, int64_t(sm_count) * resident_ctas<T, kQuant>());
   return detail::cuda_status(
@@ -405,7 +461,8 @@ Status launch_typed(const FusedDecodeArgs& a, int sm_count, cudaStream_t stream)
 }  // namespace
 
 Status launch_fused_decode(const FusedDecodeArgs& a, bool bf16, bool quantize, int sm_count, cudaStream_t stream) {
-  if (a.slots <= 0 || a.hidden % 64 != 0 || a.inter % 64 != 0 || a.tokens <= 0)
+  if (a.slots <= 0 || a.hidden % 64 != 0 || a.inter % 64 != 0 || a.tokens <= 0 ||
+      !(a.fc1_parts == 1 || a.fc1_parts == 2 || a.fc1_parts == 4) || (a.fc1_parts > 1 && !a.partials))
     return Status(StatusCode::kInternal, "fused_moe: fused decode kernel used outside its limits");
   if (bf16) return quantize ? launch_typed<__nv_bfloat16, true>(a, sm_count, stream)
                             : launch_typed<__nv_bfloat16, false>(a, sm_count, stream);

@@ -172,7 +172,8 @@ void check_tokens(ArgCheck& c, const MoeParams& p) {
 MoeWorkspaceLayout layout_for(const MoeParams& p, const MoeDims& d, TuneCache* tune) {
   const size_t ws1 = moe_impl::grouped_workspace_bound(moe_impl::moe_fc1_gemm(p), d.max_tokens, tune);
   const size_t ws2 = moe_impl::grouped_workspace_bound(moe_impl::moe_fc2_gemm(p), d.max_tokens, tune);
-  return moe_impl::moe_workspace_layout(d, ws1, ws2);
+  const int sms = device_info().sm_count > 0 ? device_info().sm_count : 132;
+  return moe_impl::moe_workspace_layout(d, ws1, ws2, sms);
 }
 
 Status wrap(const Status& s, const char* stage) {
@@ -357,13 +358,16 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
     fd.alpha2 = p.fc2_alpha;
     fd.act_global2 = p.fc2_act_global;
     fd.per_expert = p.act_global_per_expert;
+    fd.fc1_parts = moe_impl::fused_decode_fc1_parts(d.tokens, d.top_k, d.hidden, d.inter, d.e_local, sms);
+    fd.partials = fd.fc1_parts > 1 ? reinterpret_cast<float*>(base + l.partials) : nullptr;
     int32_t* sync = reinterpret_cast<int32_t*>(base + l.sync);
     fd.fc1_done = sync;
     fd.fin_count = sync + fd.slots;
     fd.dispenser = sync + fd.slots + d.hidden / 32;
+    fd.split_count = fd.dispenser + 1;
     pa.publish_before_trigger = true;
     pa.clear = sync;
-    pa.clear_words = int(moe_impl::fused_decode_sync_words(fd.slots, d.hidden));
+    pa.clear_words = int(moe_impl::fused_decode_sync_words(fd.slots, d.hidden, d.inter, fd.fc1_parts));
     FP4KIT_RETURN_IF_ERROR(moe_impl::launch_permute_gather_fused(pa, ga, sms, stream));
     FP4KIT_RETURN_IF_ERROR(check_ids());
     return moe_impl::launch_fused_decode(fd, ga.bf16, p.mode == MoeMode::kW4A4, sms, stream);

@@ -69,14 +69,17 @@ inline double expected_active_experts(int64_t tokens, int64_t top_k, int64_t e_l
 
 // The kAuto rule for the fused-decode path (src/moe/fused_decode.cu). Its persistent grid has
 // W = 16 warps per SM, each streaming one unit at a time: an FC1 unit (16 up + 16 gate rows of one
-// expert, K = H) or an FC2 unit (32 rows, K = I). It beats the pipeline when both kinds of units
-// keep the warps busy and the experts have few rows (its units run once per 8-row token tile).
+// expert, K = H, split along K into 2 or 4 parts when the units are few: fused_decode_fc1_parts) or
+// an FC2 unit (32 rows, K = I). It beats the pipeline when both kinds of units keep the warps busy
+// and the experts have few rows (its units run once per 8-row token tile): FC1 units >= 0.7 W
+// before the split, FC2 units >= W, <= 6 rows per expert.
 // H100, session 9, graph replay, W4A16 (W4A4 alike), fused vs best of pipeline / per-entry, us:
 // Qwen3.6 T = 8 / 16 / 64: 54.5 / 75.4 / 165 vs 59.2 / 92.0 / 226 (T = 4: 41.3 vs 33.2);
 // Qwen3-30B T = 16 / 32: 91.8 / 122.8 vs 104.1 / 136.0 (T = 4: 49.7 vs 43.9); DeepSeek-V3 T = 2 /
 // 8 / 64: 156 / 478 / 1933 vs 161 / 513 / 2164; fi-32 T = 2..16 2-8 % faster, T = 32 (8 rows per
-// expert) 480 vs 431; fi-256 T = 64 340 vs 379, T = 16 156 vs 149 (102 experts x 16 FC1 units);
-// Mixtral (8 experts: 1024 FC2 units of K = 14336) 3-40 % slower everywhere.
+// expert) 480 vs 431; fi-256 T = 64 340 vs 379, T = 16 156 vs 149 (102 experts x 16 FC1 units;
+// with FC1 in 2 parts 147.9 vs 150.3); Qwen3-30B T = 8 with 2 parts 62.4 vs 68.8; Mixtral (8
+// experts: 1024 FC2 units of K = 14336) 3-40 % slower everywhere.
 inline bool fused_decode_preferred(int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter, int64_t e_local,
                                    int sms) {
   if (!fused_decode_supported(tokens, top_k, e_local) || tokens < 1) return false;
@@ -84,7 +87,7 @@ inline bool fused_decode_preferred(int64_t tokens, int64_t top_k, int64_t hidden
   const double active = expected_active_experts(tokens, top_k, e_local);
   const double fc1_units = active * double(inter / 16), fc2_units = active * double(hidden / 32);
   const double rows = double(tokens * top_k) / std::max(active, 1.0);
-  return rows <= 6.0 && fc1_units >= 0.8 * warps && fc2_units >= warps;
+  return rows <= 6.0 && fc1_units >= 0.7 * warps && fc2_units >= warps;
 }
 
 // The path fused_moe takes for a call (never kAuto); the shape checks of fused_moe passed (a forced

@@ -34,7 +34,7 @@ size_t align_up(size_t x) { return (x + kRegionAlign - 1) / kRegionAlign * kRegi
 
 }  // namespace
 
-MoeWorkspaceLayout moe_workspace_layout(const MoeDims& d, size_t gemm1_ws_bytes, size_t gemm2_ws_bytes) {
+MoeWorkspaceLayout moe_workspace_layout(const MoeDims& d, size_t gemm1_ws_bytes, size_t gemm2_ws_bytes, int sms) {
   MoeWorkspaceLayout l;
   const size_t R = size_t(d.max_rows);
   const size_t E = size_t(d.e_local);
@@ -54,7 +54,9 @@ MoeWorkspaceLayout moe_workspace_layout(const MoeDims& d, size_t gemm1_ws_bytes,
   l.row_expert = region(R * sizeof(int32_t));
   l.chunk_counts = region(chunks * E * sizeof(int32_t));
   l.chunk_flags = region(chunks * sizeof(int32_t));
-  l.sync = region(size_t(fused_decode_sync_words(std::min(d.e_local, d.max_rows), d.hidden)) * sizeof(int32_t));
+  const FusedDecodeWorkspace fd = fused_decode_workspace(d.max_tokens, d.top_k, d.hidden, d.inter, d.e_local, sms);
+  l.sync = region(size_t(fd.sync_words) * sizeof(int32_t));
+  l.partials = region(size_t(fd.partial_floats) * sizeof(float));
   l.act = region(R * size_t(std::max(d.hidden, d.inter)) * 2);
   l.gemm_out = region(R * size_t(std::max(2 * d.inter, d.hidden)) * 2);
   l.gemm1_ws_bytes = gemm1_ws_bytes;

@@ -9,7 +9,8 @@
 //   row_expert    int32[R]             local expert of each permuted row
 //   chunk_counts  int32[C * E_local]   multi-kernel permutation only (C chunks of R), else empty
 //   chunk_flags   int32[C]
-//   sync          int32[fused_decode_sync_words]  fused-decode path: its counters (fused_decode.h)
+//   sync          int32[...]           fused-decode path: its counters (fused_decode_workspace)
+//   partials      float[...]           fused-decode path: FC1 parts' partial sums (may be empty)
 //   act           16-bit [R, max(H, I)]   A1 [R, H] (FC1 input), later A2 [R, I] (FC2 input)
 //   gemm_out      16-bit [R, max(2I, H)]  F1 [R, 2I] (FC1 output), later F2 [R, H] (FC2 output)
 //   gemm1_ws      grouped GEMM workspace of FC1 (bound over every T <= max_tokens)
@@ -46,13 +47,15 @@ MoeDims moe_dims(const MoeParams& p);
 
 struct MoeWorkspaceLayout {
   size_t header = 0, offsets = 0, active = 0, perm = 0, row_expert = 0, chunk_counts = 0, chunk_flags = 0, sync = 0;
+  size_t partials = 0;
   size_t act = 0, gemm_out = 0, gemm1_ws = 0, gemm2_ws = 0;
   size_t gemm1_ws_bytes = 0, gemm2_ws_bytes = 0;
   size_t total = 0;
 };
 
-// The layout for `d` with the grouped GEMM workspace bounds given (see grouped_workspace_bound).
-MoeWorkspaceLayout moe_workspace_layout(const MoeDims& d, size_t gemm1_ws_bytes, size_t gemm2_ws_bytes);
+// The layout for `d` with the grouped GEMM workspace bounds given (see grouped_workspace_bound);
+// `sms`: the SM count the fused-decode path plans for (its FC1 split depends on it).
+MoeWorkspaceLayout moe_workspace_layout(const MoeDims& d, size_t gemm1_ws_bytes, size_t gemm2_ws_bytes, int sms);
 
 // Upper bound of grouped_gemm_workspace_bytes over every call fused_moe makes for g with
 // T' <= max_tokens tokens (moe/moe_tactics.h: max_rows = T' * top_k, max_group_rows = T'): the

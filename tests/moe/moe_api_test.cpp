@@ -12,6 +12,7 @@
 #include "fp4kit/moe.h"
 #include "gemm/grouped.h"
 #include "moe/moe_kernels.h"
+#include "moe/fused_decode.h"
 #include "moe/moe_workspace.h"
 
 namespace {
@@ -223,7 +224,9 @@ TEST(MoeApi, WorkspaceLayoutRegions) {
       d.e_local = e_local;
       d.rows = 8;
       d.max_rows = max_tokens * 8;
-      const moe_impl::MoeWorkspaceLayout l = moe_impl::moe_workspace_layout(d, 1000, 0);
+      const moe_impl::MoeWorkspaceLayout l = moe_impl::moe_workspace_layout(d, 1000, 0, 132);
+      const moe_impl::FusedDecodeWorkspace fd =
+          moe_impl::fused_decode_workspace(max_tokens, 8, d.hidden, d.inter, e_local, 132);
       const size_t R = size_t(d.max_rows);
       struct Region {
         size_t at, bytes;
@@ -238,6 +241,8 @@ TEST(MoeApi, WorkspaceLayoutRegions) {
           {l.row_expert, R * 4},
           {l.chunk_counts, chunks * size_t(e_local) * 4},
           {l.chunk_flags, chunks * 4},
+          {l.sync, size_t(fd.sync_words) * 4},
+          {l.partials, size_t(fd.partial_floats) * 4},
           {l.act, R * 256 * 2},
           {l.gemm_out, R * 384 * 2},
           {l.gemm1_ws, 1000},

@@ -22,6 +22,7 @@
 #include "fp4kit/layout.h"
 #include "fp4kit/moe.h"
 #include "fp4kit/reference.h"
+#include "moe/fused_decode.h"
 #include "moe/moe_path.h"
 
 using namespace fp4kit;
@@ -716,7 +717,9 @@ TEST(MoeGpu, PrepackMatchesPerExpertPrepack) {
 // One persistent kernel for FC1 + SwiGLU, FC2 and finalize after the permutation. Shapes cover the
 // kernel's branches: K = H of 2, 4 and 8 chunks (one pair, two pairs, the pipelined loop); FC2's
 // K = I of 2, 3 (an odd last chunk) and 4 chunks; experts with more than 8 rows (several token tiles
-// per unit: T = 40 over 8 experts); an expert-parallel slice.
+// per unit: T = 40 over 8 experts); an expert-parallel slice; FC1 units split along K into 2 parts
+// (H = 1024) and 4 parts (H = 2048: few experts x I/16 units), whose experts with more than 8 rows
+// (T = 40) fall back to one part.
 TEST(MoeGpu, FusedDecodeMatchesReference) {
   FP4KIT_REQUIRE_SM90A();
   uint32_t seed = 9500;
@@ -731,6 +734,14 @@ TEST(MoeGpu, FusedDecodeMatchesReference) {
       Config c{T, 512, 256, 64, 8, 1, 0, MoeMode::kW4A16, act};
       c.path = MoePath::kFusedDecode;
       run_case(c, seed++);
+      Config d{T, 2048, 128, 16, 4, 1, 0, MoeMode::kW4A16, act};
+      d.path = MoePath::kFusedDecode;
+      EXPECT_EQ(moe_impl::fused_decode_fc1_parts(T, 4, 2048, 128, 16, device_info().sm_count), 4);
+      run_case(d, seed++);
+      Config e{T, 1024, 192, 16, 4, 2, 1, MoeMode::kW4A16, act};
+      e.path = MoePath::kFusedDecode;
+      EXPECT_EQ(moe_impl::fused_decode_fc1_parts(T, 4, 1024, 192, 8, device_info().sm_count), 2);
+      run_case(e, seed++);
       if (HasFailure()) return;
     }
   }
@@ -753,6 +764,10 @@ TEST(MoeGpu, FusedDecodeW4A4MatchesReference) {
     f.fp4_input = true;
     f.path = MoePath::kFusedDecode;
     run_case(f, seed++);
+    Config s{T, 2048, 128, 16, 4, 1, 0, MoeMode::kW4A4, DType::kFP16};  // FC1 in 4 parts
+    s.per_expert_globals = true;
+    s.path = MoePath::kFusedDecode;
+    run_case(s, seed++);
     if (HasFailure()) return;
   }
 }

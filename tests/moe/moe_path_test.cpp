@@ -3,10 +3,12 @@
 // fused_moe call here fails validation, so the fake device pointers are never used.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "fp4kit/moe.h"
+#include "moe/fused_decode.h"
 #include "moe/moe_path.h"
 
 namespace {
@@ -131,8 +133,8 @@ TEST(MoePath, AutoRule) {
   // Outside the per-entry limits kAuto keeps the pipeline.
   EXPECT_FALSE(pe(1, 33, 2048, 512, 256));
   EXPECT_FALSE(pe(1, 8, 16384 + 64, 512, 256));
-  // The fused-decode path: enough FC1 units (experts x I/16) and FC2 units (experts x H/32) for the
-  // 16 warps per SM, at most 6 rows per expert, T * k <= 4096.
+  // The fused-decode path: enough FC1 units (experts x I/16, >= 0.7 W before any split) and FC2
+  // units (experts x H/32, >= W) for the W = 16 warps per SM, at most 6 rows per expert, T * k <= 4096.
   constexpr MoePath kFused = MoePath::kFusedDecode, kPipe = MoePath::kPipeline;
   EXPECT_EQ(path(8, 8, 2048, 512, 256), kFused);  // Qwen3.6: 57 experts x 32 FC1 units
   EXPECT_EQ(path(16, 8, 2048, 512, 256, true), kFused);
@@ -143,13 +145,37 @@ TEST(MoePath, AutoRule) {
   EXPECT_EQ(path(8, 8, 2048, 768, 128), kFused);
   EXPECT_EQ(path(1, 8, 7168, 2048, 256), MoePath::kPerEntry);  // DeepSeek-V3
   EXPECT_EQ(path(2, 8, 7168, 2048, 256), kFused);
-  EXPECT_EQ(path(16, 8, 7168, 256, 256), kPipe);  // fi-256: 102 experts x 16 FC1 units
+  EXPECT_EQ(path(8, 8, 7168, 256, 256), kPipe);    // fi-256: 62 experts x 16 FC1 units
+  EXPECT_EQ(path(16, 8, 7168, 256, 256), kFused);  // 102 experts x 16 = 0.77 W
   EXPECT_EQ(path(64, 8, 7168, 256, 256), kFused);
   EXPECT_EQ(path(2, 8, 7168, 2048, 32), kFused);  // fi-32
   EXPECT_EQ(path(32, 8, 7168, 2048, 32), kPipe);  // 8 rows per expert
   EXPECT_EQ(path(4, 2, 4096, 14336, 8), kPipe);   // Mixtral: 8 experts x 128 FC2 units
   EXPECT_EQ(path(16, 2, 4096, 14336, 8), kPipe);
   EXPECT_NEAR(moe_impl::expected_active_experts(2, 8, 256), 15.75, 1e-9);
+  // FC1 parts: 4 below W / 2 units, 2 below 1.3 W, parts of >= 8 chunks of K.
+  auto parts = [](int64_t T, int64_t k, int64_t H, int64_t I, int64_t E) {
+    return moe_impl::fused_decode_fc1_parts(T, k, H, I, E, 132);
+  };
+  EXPECT_EQ(parts(4, 8, 7168, 256, 256), 4);    // fi-256: 504 units
+  EXPECT_EQ(parts(16, 8, 7168, 256, 256), 2);   // 1631
+  EXPECT_EQ(parts(64, 8, 7168, 256, 256), 1);   // 3536
+  EXPECT_EQ(parts(8, 8, 2048, 768, 128), 2);    // Qwen3-30B: 2478
+  EXPECT_EQ(parts(16, 8, 2048, 768, 128), 1);   // 3936
+  EXPECT_EQ(parts(4, 8, 7168, 2048, 256), 1);   // DeepSeek-V3: 4032
+  EXPECT_EQ(parts(4, 8, 2048, 512, 256), 4);    // Qwen3.6: 977 units, 32 chunks: 4 parts of 8
+  EXPECT_EQ(parts(4, 8, 1024, 512, 256), 2);    // 16 chunks: at most 2 parts
+  EXPECT_EQ(parts(4, 8, 512, 512, 256), 1);     // 8 chunks: no split
+  // The workspace covers the split of every T' <= max_tokens.
+  const moe_impl::FusedDecodeWorkspace ws = moe_impl::fused_decode_workspace(16, 8, 2048, 512, 256, 132);
+  EXPECT_GT(ws.partial_floats, 0);
+  for (int64_t t = 1; t <= 16; ++t) {
+    const int p = parts(t, 8, 2048, 512, 256);
+    const int64_t slots = std::min<int64_t>(256, t * 8);
+    EXPECT_GE(ws.sync_words, moe_impl::fused_decode_sync_words(slots, 2048, 512, p)) << t;
+    if (p > 1) EXPECT_GE(ws.partial_floats, slots * 32 * p * 256) << t;
+  }
+  EXPECT_EQ(moe_impl::fused_decode_workspace(16, 8, 2048, 512, 600, 132).sync_words, 0);  // > 512 experts
   EXPECT_NEAR(moe_impl::expected_active_experts(3, 8, 8), 8.0, 1e-9);
   // Forced paths.
   for (MoePath forced : {MoePath::kPipeline, MoePath::kPerEntry, MoePath::kFusedDecode})
