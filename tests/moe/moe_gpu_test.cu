@@ -805,6 +805,34 @@ TEST(MoeGpu, FusedDecodeNonLocalTokensGiveZeros) {
   for (uint16_t v : D2.out.download()) ASSERT_EQ(v, 0);
 }
 
+// check_expert_ids on the fused-decode path: a bad id is reported after the permutation, before the
+// kernel writes the output; unchecked, the id counts as not routed.
+TEST(MoeGpu, FusedDecodeChecksExpertIds) {
+  FP4KIT_REQUIRE_SM90A();
+  Config c{6, 256, 128, 8, 2, 2, 0, MoeMode::kW4A16, DType::kBF16};
+  Layer L = make_layer(c, 9750);
+  std::vector<int32_t> sel_ref = L.sel;
+  const size_t at = size_t(c.T * c.k - 3);
+  L.sel[at] = 9;                                     // E = 8: out of range
+  sel_ref[at] = 4 + (L.sel[at - 1] == 4 ? 1 : 0);  // a non-local expert the token does not use
+  DeviceLayer D(L);
+  D.p.path = MoePath::kFusedDecode;
+  const size_t ws_bytes = moe_workspace_bytes(D.p);
+  DeviceBuffer<uint8_t> ws(ws_bytes);
+  D.out.poison();
+  D.p.check_expert_ids = true;
+  const Status s = fused_moe(D.p, ws.ptr, ws_bytes, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (uint16_t v : D.out.download()) ASSERT_EQ(v, 0xffff);  // output untouched
+  D.p.check_expert_ids = false;
+  FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const Compare r = compare(D.out.download(), reference_run(L, sel_ref), c.act);
+  EXPECT_EQ(r.nonfinite, 0);
+  EXPECT_LE(r.rel, 5e-3);
+}
+
 // Graph replay: the permutation clears the kernel's counters on every call.
 TEST(MoeGpu, FusedDecodeGraphReplaysBitIdentical) {
   FP4KIT_REQUIRE_SM90A();
