@@ -13,7 +13,8 @@
 //                          partials the last to arrive adds in part order before the epilogue
 //   FC2 unit (slot s, rb)  rows [32 rb, 32 rb + 32) of W2 (K = I) against h of expert active[s],
 //                          after every FC1 unit of s is done (per-slot counter, acquire); -> F2
-//                          rows, written over the expert's own A1 rows (dead once its FC1 is done)
+//                          rows, written over the expert's own A1 rows (dead once its FC1 is done).
+//                          With K = I of at most 4 chunks, 64 rows (two 32-row blocks in turn)
 //   finalize               the last FC2 unit of row block rb (per-row-block counter) sums, for
 //                          every token, its k slots' F2 rows in j order from +0 (as finalize_kernel)
 // Units are handed out in order (the first by warp id, then from an atomic counter), so a unit
@@ -371,7 +372,8 @@ __global__ void __launch_bounds__(kThreads, 2) moe_fused_decode_kernel(FusedDeco
   // trigger: PermuteArgs::publish_before_trigger), so the first FC1 unit's weights are requested
   // before the wait; A1, h's storage and the counters only after it.
   const int na = min(__ldg(a.num_active), a.slots);
-  const int ib = a.inter / 16, rbs = a.hidden / 32;
+  const int fc2_blocks = a.fc2_blocks;  // 32-row blocks per FC2 unit (1 or 2)
+  const int ib = a.inter / 16, rbs = a.hidden / 32 / fc2_blocks;
   const int per_slot = ib * a.fc1_parts;  // FC1 units (parts) per expert
   const int64_t u1 = int64_t(na) * per_slot, total = u1 + int64_t(na) * rbs;
   PairStream st;
@@ -417,19 +419,23 @@ __global__ void __launch_bounds__(kThreads, 2) moe_fused_decode_kernel(FusedDeco
       const int s = int(v / rbs);
       const int rb = int(v - int64_t(s) * rbs);
       g = group_of(a, s);
-      bind_fc2(a, st, g.e, rb, lane);
+      bind_fc2(a, st, g.e, rb * fc2_blocks, lane);
       // The first weights do not depend on FC1: request them, then wait for the expert's h.
       const bool early = a.inter / 64 >= 2;
       if (early) st.load(w, 0, 0, 2);
       if (lane == 0)
         while (ld_acquire(a.fc1_done + s) < ib) __nanosleep(64);
       __syncwarp();
-      fc2_unit<T, kBF16>(a, st, w, g, rb, early, lane);
+      for (int hb = 0; hb < fc2_blocks; ++hb) {
+        if (hb > 0) bind_fc2(a, st, g.e, rb * fc2_blocks + hb, lane);
+        fc2_unit<T, kBF16>(a, st, w, g, rb * fc2_blocks + hb, early && hb == 0, lane);
+      }
       __syncwarp();
       int arrived = 0;
       if (lane == 0) arrived = gemm_impl::sm90::arrive_acq_rel(a.fin_count + rb);
       arrived = __shfl_sync(kFullMask, arrived, 0);
-      if (arrived == na - 1) finalize_rows<kBF16>(a, rb, lane);
+      if (arrived == na - 1)
+        for (int hb = 0; hb < fc2_blocks; ++hb) finalize_rows<kBF16>(a, rb * fc2_blocks + hb, lane);
     }
     pre = false;
     u = __shfl_sync(kFullMask, next, 0);
@@ -450,7 +456,7 @@ int resident_ctas() {
 template <typename T, bool kQuant>
 Status launch_typed(const FusedDecodeArgs& a, int sm_count, cudaStream_t stream) {
   // One resident wave at most; fewer CTAs when there are fewer units than warps.
-  const int64_t units = int64_t(a.slots) * (a.inter / 16 * a.fc1_parts + a.hidden / 32);
+  const int64_t units = int64_t(a.slots) * (a.inter / 16 * a.fc1_parts + a.hidden / 32 / a.fc2_blocks);
   const int64_t ctas =
       std::clamp<int64_t>((units + kWarps - 1) / kWarps, 1, int64_t(sm_count) * resident_ctas<T, kQuant>());
   return detail::cuda_status(
@@ -462,7 +468,8 @@ Status launch_typed(const FusedDecodeArgs& a, int sm_count, cudaStream_t stream)
 
 Status launch_fused_decode(const FusedDecodeArgs& a, bool bf16, bool quantize, int sm_count, cudaStream_t stream) {
   if (a.slots <= 0 || a.hidden % 64 != 0 || a.inter % 64 != 0 || a.tokens <= 0 ||
-      !(a.fc1_parts == 1 || a.fc1_parts == 2 || a.fc1_parts == 4) || (a.fc1_parts > 1 && !a.partials))
+      !(a.fc1_parts == 1 || a.fc1_parts == 2 || a.fc1_parts == 4) || (a.fc1_parts > 1 && !a.partials) ||
+      !(a.fc2_blocks == 1 || a.fc2_blocks == 2))
     return Status(StatusCode::kInternal, "fused_moe: fused decode kernel used outside its limits");
   if (bf16) return quantize ? launch_typed<__nv_bfloat16, true>(a, sm_count, stream)
                             : launch_typed<__nv_bfloat16, false>(a, sm_count, stream);

@@ -42,6 +42,8 @@ struct FusedDecodeArgs {
   // FP32 partial sums: [slots * I / 16 * fc1_parts][32 lanes][8].
   int fc1_parts = 1;
   float* partials = nullptr;
+  // 32-row blocks per FC2 unit (fused_decode_fc2_blocks: 2 when K = I is at most 4 chunks).
+  int fc2_blocks = 1;
 };
 
 inline constexpr int64_t kFusedDecodeMaxSplitUnits = 16384;  // bounds the partials (1 KB per part)

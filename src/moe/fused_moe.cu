@@ -359,6 +359,7 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
     fd.act_global2 = p.fc2_act_global;
     fd.per_expert = p.act_global_per_expert;
     fd.fc1_parts = moe_impl::fused_decode_fc1_parts(d.tokens, d.top_k, d.hidden, d.inter, d.e_local, sms);
+    fd.fc2_blocks = moe_impl::fused_decode_fc2_blocks(d.inter);
     fd.partials = fd.fc1_parts > 1 ? reinterpret_cast<float*>(base + l.partials) : nullptr;
     int32_t* sync = reinterpret_cast<int32_t*>(base + l.sync);
     fd.fc1_done = sync;

@@ -67,12 +67,19 @@ inline double expected_active_experts(int64_t tokens, int64_t top_k, int64_t e_l
   return e * (1.0 - std::pow(miss, double(tokens)));
 }
 
+// 32-row blocks per FC2 unit of the fused-decode kernel: 2 when K = I is at most 4 chunks of 64, so
+// that a unit's fixed costs (expert lookup, the wait for its FC1, the release of its F2 rows) cover
+// more than 4 chunks per row tile (H100, session 9, fi-256 (I = 256) T = 8 / 16 / 32: 89.1 / 150.6
+// / 243.1 -> 81.2 / 137.0 / 217.9 us; with I = 512 (Qwen3.6) 4-13 % slower, so not there).
+inline int fused_decode_fc2_blocks(int64_t inter) { return inter / 64 <= 4 ? 2 : 1; }
+
 // The kAuto rule for the fused-decode path (src/moe/fused_decode.cu). Its persistent grid has
 // W = 16 warps per SM, each streaming one unit at a time: an FC1 unit (16 up + 16 gate rows of one
 // expert, K = H, split along K into 2 or 4 parts when the units are few: fused_decode_fc1_parts) or
 // an FC2 unit (32 rows, K = I). It beats the pipeline when both kinds of units keep the warps busy
 // and the experts have few rows (its units run once per 8-row token tile): FC1 units >= 0.7 W
-// before the split, FC2 units >= W, <= 6 rows per expert.
+// before the split (0.4 W when the FC2 units are 64 rows: fi-256 T = 8 81.2 us fused vs 88.5
+// pipeline, T = 4 59.2 vs 57.8), FC2 units >= W, <= 6 rows per expert.
 // H100, session 9, graph replay, W4A16 (W4A4 alike), fused vs best of pipeline / per-entry, us:
 // Qwen3.6 T = 8 / 16 / 64: 54.5 / 75.4 / 165 vs 59.2 / 92.0 / 226 (T = 4: 41.3 vs 33.2);
 // Qwen3-30B T = 16 / 32: 91.8 / 122.8 vs 104.1 / 136.0 (T = 4: 49.7 vs 43.9); DeepSeek-V3 T = 2 /
@@ -85,9 +92,11 @@ inline bool fused_decode_preferred(int64_t tokens, int64_t top_k, int64_t hidden
   if (!fused_decode_supported(tokens, top_k, e_local) || tokens < 1) return false;
   const double warps = 16.0 * (sms > 0 ? sms : 132);
   const double active = expected_active_experts(tokens, top_k, e_local);
-  const double fc1_units = active * double(inter / 16), fc2_units = active * double(hidden / 32);
+  const double fc1_units = active * double(inter / 16);
+  const double fc2_units = active * double(hidden / 32 / fused_decode_fc2_blocks(inter));
   const double rows = double(tokens * top_k) / std::max(active, 1.0);
-  return rows <= 6.0 && fc1_units >= 0.7 * warps && fc2_units >= warps;
+  const double fc1_min = fused_decode_fc2_blocks(inter) == 2 ? 0.4 : 0.7;
+  return rows <= 6.0 && fc1_units >= fc1_min * warps && fc2_units >= warps;
 }
 
 // The path fused_moe takes for a call (never kAuto); the shape checks of fused_moe passed (a forced

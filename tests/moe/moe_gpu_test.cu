@@ -719,7 +719,7 @@ TEST(MoeGpu, PrepackMatchesPerExpertPrepack) {
 // K = I of 2, 3 (an odd last chunk) and 4 chunks; experts with more than 8 rows (several token tiles
 // per unit: T = 40 over 8 experts); an expert-parallel slice; FC1 units split along K into 2 parts
 // (H = 1024) and 4 parts (H = 2048: few experts x I/16 units), whose experts with more than 8 rows
-// (T = 40) fall back to one part.
+// (T = 40) fall back to one part; FC2 units of 64 rows (I <= 256) and of 32 rows (I = 320).
 TEST(MoeGpu, FusedDecodeMatchesReference) {
   FP4KIT_REQUIRE_SM90A();
   uint32_t seed = 9500;
@@ -742,6 +742,10 @@ TEST(MoeGpu, FusedDecodeMatchesReference) {
       e.path = MoePath::kFusedDecode;
       EXPECT_EQ(moe_impl::fused_decode_fc1_parts(T, 4, 1024, 192, 8, device_info().sm_count), 2);
       run_case(e, seed++);
+      Config f{T, 384, 320, 16, 4, 1, 0, MoeMode::kW4A16, act};
+      f.path = MoePath::kFusedDecode;
+      EXPECT_EQ(moe_impl::fused_decode_fc2_blocks(320), 1);
+      run_case(f, seed++);
       if (HasFailure()) return;
     }
   }
@@ -768,6 +772,9 @@ TEST(MoeGpu, FusedDecodeW4A4MatchesReference) {
     s.per_expert_globals = true;
     s.path = MoePath::kFusedDecode;
     run_case(s, seed++);
+    Config t{T, 256, 512, 16, 4, 1, 0, MoeMode::kW4A4, DType::kBF16};  // 32-row FC2 units
+    t.path = MoePath::kFusedDecode;
+    run_case(t, seed++);
     if (HasFailure()) return;
   }
 }

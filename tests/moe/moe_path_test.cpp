@@ -145,8 +145,12 @@ TEST(MoePath, AutoRule) {
   EXPECT_EQ(path(8, 8, 2048, 768, 128), kFused);
   EXPECT_EQ(path(1, 8, 7168, 2048, 256), MoePath::kPerEntry);  // DeepSeek-V3
   EXPECT_EQ(path(2, 8, 7168, 2048, 256), kFused);
-  EXPECT_EQ(path(8, 8, 7168, 256, 256), kPipe);    // fi-256: 62 experts x 16 FC1 units
-  EXPECT_EQ(path(16, 8, 7168, 256, 256), kFused);  // 102 experts x 16 = 0.77 W
+  // fi-256 (I = 256: 64-row FC2 units, FC1 units from 0.4 W): 62 experts x 16 FC1 units = 0.47 W
+  EXPECT_EQ(path(4, 8, 7168, 256, 256), kPipe);
+  EXPECT_EQ(path(8, 8, 7168, 256, 256), kFused);
+  EXPECT_EQ(path(16, 8, 7168, 256, 256), kFused);
+  EXPECT_EQ(moe_impl::fused_decode_fc2_blocks(256), 2);
+  EXPECT_EQ(moe_impl::fused_decode_fc2_blocks(512), 1);
   EXPECT_EQ(path(64, 8, 7168, 256, 256), kFused);
   EXPECT_EQ(path(2, 8, 7168, 2048, 32), kFused);  // fi-32
   EXPECT_EQ(path(32, 8, 7168, 2048, 32), kPipe);  // 8 rows per expert
