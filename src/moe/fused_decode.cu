@@ -326,33 +326,8 @@ __device__ __forceinline__ void finalize_rows(const FusedDecodeArgs& a, int rb, 
   for (int64_t it = lane; it < items; it += 32) {
     const int64_t t = it >> 2;
     const int64_t col = int64_t(rb) * 32 + (it & 3) * 8;
-    float acc[8];
-#pragma unroll
-    for (int q = 0; q < 8; ++q) acc[q] = 0.0f;
-    for (int j0 = 0; j0 < a.top_k; j0 += kBatch) {
-      int row[kBatch];
-      float w[kBatch];
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int j = j0 + b;
-        row[b] = j < a.top_k ? __ldg(a.perm + t * a.top_k + j) : -1;
-        w[b] = j < a.top_k ? __ldg(a.final_scales + t * a.top_k + j) : 0.0f;
-      }
-      uint4 v[kBatch];
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b)
-        v[b] = row[b] >= 0 ? __ldcg(reinterpret_cast<const uint4*>(f2 + int64_t(row[b]) * a.hidden + col))
-                           : make_uint4(0, 0, 0, 0);
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        if (row[b] < 0) continue;
-        float x[8];
-        unpack8<kBF16>(v[b], x);
-#pragma unroll
-        for (int q = 0; q < 8; ++q) acc[q] = __fadd_rn(acc[q], __fmul_rn(w[b], x[q]));  // no FMA, as the reference
-      }
-    }
-    *reinterpret_cast<uint4*>(out + t * a.hidden + col) = pack8<kBF16>(acc);
+    *reinterpret_cast<uint4*>(out + t * a.hidden + col) =
+        finalize_vector<kBF16, kBatch, true>(f2, a.hidden, a.perm, a.final_scales, a.top_k, t, col);
   }
 }
 

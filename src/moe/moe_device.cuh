@@ -119,6 +119,46 @@ __device__ __forceinline__ void nvfp4_decode16(uint2 codes, uint8_t sf_byte, flo
   for (int i = 0; i < 16; ++i) x[i] = __fmul_rn(format::e2m1_to_float((w[i / 8] >> (4 * (i % 8))) & 15u), sf);
 }
 
+// ---- finalize (docs/MOE.md, numerics step 6) --------------------------------------------------------
+// Columns [col, col + 8) of token t: acc = +0; for each slot j in order whose row perm[t, j] >= 0:
+// acc = acc + scales[t, j] * F2[row] (product and sum each rounded, no FMA, as the reference); returns
+// the 8 values rounded to 16 bits. kBatch slots at a time: every index and row load of a batch is
+// issued before the first is used (one slot after the other cost two dependent L2 round trips per
+// slot: ~7 us at T = 8, k = 8 on an H100); the sum still runs in j order. kCoherent: F2 was written
+// during this launch (the fused-decode kernel): L2 loads.
+template <bool kBF16, int kBatch, bool kCoherent>
+__device__ __forceinline__ uint4 finalize_vector(const uint16_t* f2, int64_t hidden, const int32_t* perm,
+                                                 const float* scales, int top_k, int64_t t, int64_t col) {
+  float acc[8];
+#pragma unroll
+  for (int q = 0; q < 8; ++q) acc[q] = 0.0f;
+  for (int j0 = 0; j0 < top_k; j0 += kBatch) {
+    int row[kBatch];
+    float w[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int j = j0 + b;
+      row[b] = j < top_k ? __ldg(perm + t * top_k + j) : -1;
+      w[b] = j < top_k ? __ldg(scales + t * top_k + j) : 0.0f;
+    }
+    uint4 v[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const uint4* src = reinterpret_cast<const uint4*>(f2 + int64_t(row[b]) * hidden + col);
+      v[b] = row[b] < 0 ? make_uint4(0, 0, 0, 0) : kCoherent ? __ldcg(src) : *src;
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (row[b] < 0) continue;
+      float x[8];
+      unpack8<kBF16>(v[b], x);
+#pragma unroll
+      for (int q = 0; q < 8; ++q) acc[q] = __fadd_rn(acc[q], __fmul_rn(w[b], x[q]));
+    }
+  }
+  return pack8<kBF16>(acc);
+}
+
 // q = idx / d, r = idx % d for non-negative operands, in 32 bits when both fit (a 64-bit division
 // costs several times more, and the elementwise kernels do one per 16-byte vector).
 __device__ __forceinline__ void divmod_nonneg(int64_t idx, int64_t d, int64_t& q, int64_t& r) {

@@ -99,35 +99,8 @@ __global__ void __launch_bounds__(kThreads) finalize_kernel(FinalizeArgs f) {
   for (int64_t idx = int64_t(blockIdx.x) * kThreads + threadIdx.x; idx < items; idx += int64_t(gridDim.x) * kThreads) {
     int64_t t, c;
     divmod_nonneg(idx, hb, t, c);
-    float acc[8];
-#pragma unroll
-    for (int q = 0; q < 8; ++q) acc[q] = 0.0f;
-    // kBatch slots at a time: every index and row load of a batch is issued before the first is
-    // used (one slot after the other cost two dependent L2 round trips per slot: ~7 us at T = 8,
-    // k = 8 on an H100); the sum still runs in j order.
-    for (int j0 = 0; j0 < f.top_k; j0 += kBatch) {
-      int row[kBatch];
-      float w[kBatch];
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        const int j = j0 + b;
-        row[b] = j < f.top_k ? f.perm[t * f.top_k + j] : -1;
-        w[b] = j < f.top_k ? f.scales[t * f.top_k + j] : 0.0f;
-      }
-      uint4 v[kBatch];
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b)
-        v[b] = row[b] >= 0 ? *reinterpret_cast<const uint4*>(f2 + int64_t(row[b]) * H + c * 8) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        if (row[b] < 0) continue;
-        float x[8];
-        unpack8<kBF16>(v[b], x);
-#pragma unroll
-        for (int q = 0; q < 8; ++q) acc[q] = __fadd_rn(acc[q], __fmul_rn(w[b], x[q]));  // no FMA, as the reference
-      }
-    }
-    *reinterpret_cast<uint4*>(out + t * H + c * 8) = pack8<kBF16>(acc);
+    *reinterpret_cast<uint4*>(out + t * H + c * 8) =
+        finalize_vector<kBF16, kBatch, false>(f2, H, f.perm, f.scales, f.top_k, t, c * 8);
   }
 }
 

@@ -616,46 +616,56 @@ TEST(MoeGpu, RepeatedExperts) {
   }
 }
 
+namespace {
+
+// The layer (c.path) captured in a CUDA graph: replays are bit-identical to a direct call, which
+// matches the reference; check_expert_ids (a synchronization) is refused while capturing.
+void expect_graph_replays_bit_identical(const Config& c, uint32_t seed) {
+  SCOPED_TRACE(c.name());
+  const Layer L = make_layer(c, seed);
+  DeviceLayer D(L);
+  D.p.path = c.path;
+  const size_t ws_bytes = moe_workspace_bytes(D.p);
+  DeviceBuffer<uint8_t> ws(ws_bytes);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+
+  D.p.check_expert_ids = false;
+  D.out.poison();
+  FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, stream));
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const std::vector<uint16_t> direct = D.out.download();
+  EXPECT_LE(compare(direct, reference_run(L, L.sel), c.act).rel, 5e-3);
+
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  MoeParams checked = D.p;
+  checked.check_expert_ids = true;
+  const Status refused = fused_moe(checked, ws.ptr, ws_bytes, stream);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused.to_string();
+  const Status captured = fused_moe(D.p, ws.ptr, ws_bytes, stream);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_TRUE(captured.is_ok()) << captured.to_string();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int rep = 0; rep < 3; ++rep) {
+    D.out.poison();
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const std::vector<uint16_t> got = D.out.download();
+    EXPECT_EQ(std::memcmp(direct.data(), got.data(), got.size() * 2), 0) << "replay " << rep;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+
 TEST(MoeGpu, GraphCaptureReplaysBitIdentical) {
   FP4KIT_REQUIRE_SM90A();
-  for (int64_t T : {1, 700}) {
-    Config c{T, 256, 128, 16, 8, 1, 0, MoeMode::kW4A4, DType::kBF16};
-    const Layer L = make_layer(c, 8000 + uint32_t(T));
-    DeviceLayer D(L);
-    const size_t ws_bytes = moe_workspace_bytes(D.p);
-    DeviceBuffer<uint8_t> ws(ws_bytes);
-    cudaStream_t stream;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-
-    D.p.check_expert_ids = false;
-    D.out.poison();
-    FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, stream));
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    const std::vector<uint16_t> direct = D.out.download();
-
-    // check_expert_ids needs a synchronization: refused while capturing.
-    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    MoeParams checked = D.p;
-    checked.check_expert_ids = true;
-    const Status refused = fused_moe(checked, ws.ptr, ws_bytes, stream);
-    EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused.to_string();
-    const Status captured = fused_moe(D.p, ws.ptr, ws_bytes, stream);
-    cudaGraph_t graph = nullptr;
-    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-    ASSERT_TRUE(captured.is_ok()) << captured.to_string();
-    cudaGraphExec_t exec = nullptr;
-    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-    for (int rep = 0; rep < 3; ++rep) {
-      D.out.poison();
-      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-      const std::vector<uint16_t> got = D.out.download();
-      EXPECT_EQ(std::memcmp(direct.data(), got.data(), got.size() * 2), 0) << "T=" << T << " replay " << rep;
-    }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(stream);
-  }
+  for (int64_t T : {1, 700})
+    expect_graph_replays_bit_identical({T, 256, 128, 16, 8, 1, 0, MoeMode::kW4A4, DType::kBF16}, 8000 + uint32_t(T));
 }
 
 TEST(MoeGpu, PrepackMatchesPerExpertPrepack) {
@@ -845,38 +855,8 @@ TEST(MoeGpu, FusedDecodeGraphReplaysBitIdentical) {
   FP4KIT_REQUIRE_SM90A();
   for (MoeMode mode : {MoeMode::kW4A16, MoeMode::kW4A4}) {
     Config c{12, 512, 256, 32, 8, 1, 0, mode, DType::kBF16};
-    const Layer L = make_layer(c, 9800 + uint32_t(mode));
-    DeviceLayer D(L);
-    D.p.path = MoePath::kFusedDecode;
-    D.p.check_expert_ids = false;
-    const size_t ws_bytes = moe_workspace_bytes(D.p);
-    DeviceBuffer<uint8_t> ws(ws_bytes);
-    cudaStream_t stream;
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-    D.out.poison();
-    FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, stream));
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    const std::vector<uint16_t> direct = D.out.download();
-    const RefOut ref = reference_run(L, L.sel);
-    const Compare r = compare(direct, ref, c.act);
-    EXPECT_LE(r.rel, 5e-3);
-    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    const Status captured = fused_moe(D.p, ws.ptr, ws_bytes, stream);
-    cudaGraph_t graph = nullptr;
-    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-    ASSERT_TRUE(captured.is_ok()) << captured.to_string();
-    cudaGraphExec_t exec = nullptr;
-    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-    for (int rep = 0; rep < 3; ++rep) {
-      D.out.poison();
-      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-      const std::vector<uint16_t> got = D.out.download();
-      EXPECT_EQ(std::memcmp(direct.data(), got.data(), got.size() * 2), 0) << "replay " << rep;
-    }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(stream);
+    c.path = MoePath::kFusedDecode;
+    expect_graph_replays_bit_identical(c, 9800 + uint32_t(mode));
   }
 }
 
