@@ -291,6 +291,7 @@ struct DeviceLayer {
     a2_gs.upload(L.a2_gs);
 
     p.num_tokens = c.T;
+    p.path = c.path;
     p.max_tokens = c.max_tokens;
     p.hidden = c.H;
     p.inter = c.I;
@@ -390,7 +391,6 @@ void run_case(const Config& c, uint32_t seed) {
   const Layer L = make_layer(c, seed);
   const RefOut ref = reference_run(L, L.sel);
   DeviceLayer D(L);
-  D.p.path = c.path;
   const size_t ws_bytes = moe_workspace_bytes(D.p);
   DeviceBuffer<uint8_t> ws(ws_bytes);
   std::vector<uint16_t> first;
@@ -502,9 +502,11 @@ TEST(MoeGpu, EmptyBatch) {
   for (uint16_t v : D.out.download()) ASSERT_EQ(v, 0xffff);  // nothing written
 }
 
-TEST(MoeGpu, NonLocalTokensGiveZeros) {
-  FP4KIT_REQUIRE_SM90A();
-  Config c{9, 128, 128, 8, 2, 2, 0, MoeMode::kW4A16, DType::kBF16};
+namespace {
+
+// Tokens whose experts are all on the other rank get exact zeros; the others match the reference;
+// a batch with no local expert at all is all zeros.
+void non_local_tokens_give_zeros(const Config& c) {
   Layer L = make_layer(c, 6000);
   // Tokens 0, 4 and 8 only use experts of rank 1 (ids 4..7); token 1 one local, one not.
   for (int64_t t : {0, 4, 8}) {
@@ -536,13 +538,31 @@ TEST(MoeGpu, NonLocalTokensGiveZeros) {
   for (uint16_t v : D2.out.download()) ASSERT_EQ(v, 0);
 }
 
+}  // namespace
+
+// Every path (kAuto takes the pipeline here); on the fused-decode path no local expert at all means
+// no unit to run, and the kernel writes the zeros itself.
+TEST(MoeGpu, NonLocalTokensGiveZeros) {
+  FP4KIT_REQUIRE_SM90A();
+  for (MoePath path : {MoePath::kAuto, MoePath::kFusedDecode}) {
+    SCOPED_TRACE(path == MoePath::kAuto ? "auto" : "fused-decode");
+    Config c{9, 128, 128, 8, 2, 2, 0, MoeMode::kW4A16, DType::kBF16};
+    c.path = path;
+    non_local_tokens_give_zeros(c);
+    if (HasFailure()) return;
+  }
+}
+
 TEST(MoeGpu, InvalidExpertIds) {
   FP4KIT_REQUIRE_SM90A();
   // ep_size 2, rank 0: local experts 0..3; an invalid id must behave as a non-local one.
   for (int32_t bad : {8, -1, 1 << 30}) {
-    for (bool large : {false, true}) {  // fused and multi-kernel permutation
-      SCOPED_TRACE("bad id " + std::to_string(bad) + (large ? " multi-kernel" : " fused"));
+    // fused and multi-kernel permutation; the fused-decode path (its kernel after the check)
+    for (int variant : {0, 1, 2}) {
+      const bool large = variant == 1;
+      SCOPED_TRACE("bad id " + std::to_string(bad) + (large ? " multi-kernel" : variant == 2 ? " fused-decode" : " fused"));
       Config c{large ? 2100 : 5, 128, 64, 8, 2, 2, 0, MoeMode::kW4A16, DType::kBF16};
+      if (variant == 2) c.path = MoePath::kFusedDecode;
       Layer L = make_layer(c, 7000 + (large ? 1 : 0));
       std::vector<int32_t> sel_ref = L.sel;
       const size_t at = size_t(c.T * c.k - 3);  // (T-2, 1)
@@ -624,7 +644,6 @@ void expect_graph_replays_bit_identical(const Config& c, uint32_t seed) {
   SCOPED_TRACE(c.name());
   const Layer L = make_layer(c, seed);
   DeviceLayer D(L);
-  D.p.path = c.path;
   const size_t ws_bytes = moe_workspace_bytes(D.p);
   DeviceBuffer<uint8_t> ws(ws_bytes);
   cudaStream_t stream;
@@ -724,6 +743,13 @@ TEST(MoeGpu, PrepackMatchesPerExpertPrepack) {
 }
 
 // ---- the fused-decode path (src/moe/fused_decode.cu) ---------------------------------------------------------------
+namespace {
+Config fused_decode(Config c) {
+  c.path = MoePath::kFusedDecode;
+  return c;
+}
+}  // namespace
+
 // One persistent kernel for FC1 + SwiGLU, FC2 and finalize after the permutation. Shapes cover the
 // kernel's branches: K = H of 2, 4 and 8 chunks (one pair, two pairs, the pipelined loop); FC2's
 // K = I of 2, 3 (an odd last chunk) and 4 chunks; experts with more than 8 rows (several token tiles
@@ -733,121 +759,36 @@ TEST(MoeGpu, PrepackMatchesPerExpertPrepack) {
 TEST(MoeGpu, FusedDecodeMatchesReference) {
   FP4KIT_REQUIRE_SM90A();
   uint32_t seed = 9500;
+  const int sms = device_info().sm_count;
   for (DType act : {DType::kBF16, DType::kFP16}) {
     for (int64_t T : {1, 3, 17, 40}) {
-      Config a{T, 128, 128, 8, 2, 1, 0, MoeMode::kW4A16, act};
-      a.path = MoePath::kFusedDecode;
-      run_case(a, seed++);
-      Config b{T, 256, 192, 16, 4, 2, 1, MoeMode::kW4A16, act};
-      b.path = MoePath::kFusedDecode;
-      run_case(b, seed++);
-      Config c{T, 512, 256, 64, 8, 1, 0, MoeMode::kW4A16, act};
-      c.path = MoePath::kFusedDecode;
-      run_case(c, seed++);
-      Config d{T, 2048, 128, 16, 4, 1, 0, MoeMode::kW4A16, act};
-      d.path = MoePath::kFusedDecode;
-      EXPECT_EQ(moe_impl::fused_decode_fc1_parts(T, 4, 2048, 128, 16, device_info().sm_count), 4);
-      run_case(d, seed++);
-      Config e{T, 1024, 192, 16, 4, 2, 1, MoeMode::kW4A16, act};
-      e.path = MoePath::kFusedDecode;
-      EXPECT_EQ(moe_impl::fused_decode_fc1_parts(T, 4, 1024, 192, 8, device_info().sm_count), 2);
-      run_case(e, seed++);
-      Config f{T, 384, 320, 16, 4, 1, 0, MoeMode::kW4A16, act};
-      f.path = MoePath::kFusedDecode;
+      run_case(fused_decode({T, 128, 128, 8, 2, 1, 0, MoeMode::kW4A16, act}), seed++);
+      run_case(fused_decode({T, 256, 192, 16, 4, 2, 1, MoeMode::kW4A16, act}), seed++);
+      run_case(fused_decode({T, 512, 256, 64, 8, 1, 0, MoeMode::kW4A16, act}), seed++);
+      EXPECT_EQ(moe_impl::fused_decode_fc1_parts(T, 4, 2048, 128, 16, sms), 4);
+      run_case(fused_decode({T, 2048, 128, 16, 4, 1, 0, MoeMode::kW4A16, act}), seed++);
+      EXPECT_EQ(moe_impl::fused_decode_fc1_parts(T, 4, 1024, 192, 8, sms), 2);
+      run_case(fused_decode({T, 1024, 192, 16, 4, 2, 1, MoeMode::kW4A16, act}), seed++);
       EXPECT_EQ(moe_impl::fused_decode_fc2_blocks(320), 1);
-      run_case(f, seed++);
+      run_case(fused_decode({T, 384, 320, 16, 4, 1, 0, MoeMode::kW4A16, act}), seed++);
       if (HasFailure()) return;
     }
   }
 }
 
 // W4A4: the FC1 epilogue quantizes h over 16-row blocks spread across 8 lanes (one or per-expert
-// activation global scales), 16-bit and pre-quantized inputs.
+// activation global scales), 16-bit and pre-quantized inputs; FC1 in 4 parts; 32-row FC2 units.
 TEST(MoeGpu, FusedDecodeW4A4MatchesReference) {
   FP4KIT_REQUIRE_SM90A();
   uint32_t seed = 9600;
   for (int64_t T : {1, 5, 40}) {
-    Config a{T, 256, 256, 16, 4, 1, 0, MoeMode::kW4A4, DType::kBF16};
-    a.path = MoePath::kFusedDecode;
-    run_case(a, seed++);
-    Config b{T, 256, 192, 16, 4, 2, 0, MoeMode::kW4A4, DType::kFP16};
-    b.per_expert_globals = true;
-    b.path = MoePath::kFusedDecode;
-    run_case(b, seed++);
-    Config f{T, 256, 128, 16, 4, 2, 1, MoeMode::kW4A4, DType::kBF16};
-    f.fp4_input = true;
-    f.path = MoePath::kFusedDecode;
-    run_case(f, seed++);
-    Config s{T, 2048, 128, 16, 4, 1, 0, MoeMode::kW4A4, DType::kFP16};  // FC1 in 4 parts
-    s.per_expert_globals = true;
-    s.path = MoePath::kFusedDecode;
-    run_case(s, seed++);
-    Config t{T, 256, 512, 16, 4, 1, 0, MoeMode::kW4A4, DType::kBF16};  // 32-row FC2 units
-    t.path = MoePath::kFusedDecode;
-    run_case(t, seed++);
+    run_case(fused_decode({T, 256, 256, 16, 4, 1, 0, MoeMode::kW4A4, DType::kBF16}), seed++);
+    run_case(fused_decode({T, 256, 192, 16, 4, 2, 0, MoeMode::kW4A4, DType::kFP16, false, true}), seed++);
+    run_case(fused_decode({T, 256, 128, 16, 4, 2, 1, MoeMode::kW4A4, DType::kBF16, true}), seed++);
+    run_case(fused_decode({T, 2048, 128, 16, 4, 1, 0, MoeMode::kW4A4, DType::kFP16, false, true}), seed++);
+    run_case(fused_decode({T, 256, 512, 16, 4, 1, 0, MoeMode::kW4A4, DType::kBF16}), seed++);
     if (HasFailure()) return;
   }
-}
-
-// Tokens without a local expert get +0; with no local expert at all (no unit to run) the whole
-// output is +0.
-TEST(MoeGpu, FusedDecodeNonLocalTokensGiveZeros) {
-  FP4KIT_REQUIRE_SM90A();
-  Config c{9, 256, 128, 8, 2, 2, 0, MoeMode::kW4A16, DType::kBF16};
-  Layer L = make_layer(c, 9700);
-  for (int64_t t : {0, 4, 8}) {
-    L.sel[size_t(t * 2)] = 5;
-    L.sel[size_t(t * 2 + 1)] = 7;
-  }
-  const RefOut ref = reference_run(L, L.sel);
-  DeviceLayer D(L);
-  D.p.path = MoePath::kFusedDecode;
-  const size_t ws_bytes = moe_workspace_bytes(D.p);
-  DeviceBuffer<uint8_t> ws(ws_bytes);
-  D.out.poison();
-  FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const std::vector<uint16_t> got = D.out.download();
-  expect_zero_rows(L, L.sel, got);
-  const Compare r = compare(got, ref, c.act);
-  EXPECT_EQ(r.nonfinite, 0);
-  EXPECT_LE(r.rel, 5e-3);
-
-  for (auto& e : L.sel) e = 4 + (e % 4);
-  DeviceLayer D2(L);
-  D2.p.path = MoePath::kFusedDecode;
-  D2.out.poison();
-  FP4_OK(fused_moe(D2.p, ws.ptr, ws_bytes, nullptr));
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  for (uint16_t v : D2.out.download()) ASSERT_EQ(v, 0);
-}
-
-// check_expert_ids on the fused-decode path: a bad id is reported after the permutation, before the
-// kernel writes the output; unchecked, the id counts as not routed.
-TEST(MoeGpu, FusedDecodeChecksExpertIds) {
-  FP4KIT_REQUIRE_SM90A();
-  Config c{6, 256, 128, 8, 2, 2, 0, MoeMode::kW4A16, DType::kBF16};
-  Layer L = make_layer(c, 9750);
-  std::vector<int32_t> sel_ref = L.sel;
-  const size_t at = size_t(c.T * c.k - 3);
-  L.sel[at] = 9;                                     // E = 8: out of range
-  sel_ref[at] = 4 + (L.sel[at - 1] == 4 ? 1 : 0);  // a non-local expert the token does not use
-  DeviceLayer D(L);
-  D.p.path = MoePath::kFusedDecode;
-  const size_t ws_bytes = moe_workspace_bytes(D.p);
-  DeviceBuffer<uint8_t> ws(ws_bytes);
-  D.out.poison();
-  D.p.check_expert_ids = true;
-  const Status s = fused_moe(D.p, ws.ptr, ws_bytes, nullptr);
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  for (uint16_t v : D.out.download()) ASSERT_EQ(v, 0xffff);  // output untouched
-  D.p.check_expert_ids = false;
-  FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const Compare r = compare(D.out.download(), reference_run(L, sel_ref), c.act);
-  EXPECT_EQ(r.nonfinite, 0);
-  EXPECT_LE(r.rel, 5e-3);
 }
 
 // Graph replay: the permutation clears the kernel's counters on every call.
