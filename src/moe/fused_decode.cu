@@ -19,8 +19,9 @@
 //                          every token, its k slots' F2 rows in j order from +0 (as finalize_kernel)
 // Units are handed out in order (the first by warp id, then from an atomic counter), so a unit
 // only waits on units handed out before it: no deadlock whatever the residency. Which warp
-// computes a unit does not change its result (each unit is one warp's full-K sum), and the
-// finalize order is fixed: bit-identical runs. The counters are zeroed by the permutation kernel.
+// computes a unit does not change its result (each unit is one warp's full-K sum, or its parts'
+// sums added in part order), and the finalize order is fixed: bit-identical runs. The counters are
+// zeroed by the permutation kernel.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
