@@ -42,6 +42,7 @@ namespace {
 using gemm_impl::sm90::compute_chunk;
 using gemm_impl::sm90::load_stream_u2;
 using gemm_impl::sm90::load_stream_u4;
+using gemm_impl::sm90::zero_acc;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
@@ -189,12 +190,31 @@ __device__ __forceinline__ uint32_t round_out(float acc, float alpha) {
   return float_to_act<kBF16>((acc * gemm_impl::kWeightDecodeScale) * alpha + b);
 }
 
-// The chunks [j0, j1) of K = H that part `part` of an FC1 unit streams: with a.fc1_parts > 1 each
-// part takes an equal range, except for an expert with more than 8 rows (several token tiles),
-// whose part 0 does the whole unit alone (returns false for the other parts: nothing to do).
+// Whether the FC1 units of group g are split into a.fc1_parts parts: not for an expert with more
+// than 8 rows (several token tiles), whose part 0 does each unit alone.
+__device__ __forceinline__ bool fc1_split(const FusedDecodeArgs& a, const Group& g) {
+  return a.fc1_parts > 1 && g.m <= 8;
+}
+
+// An FC1 unit's number decoded: slot s, row tile pair i, K part.
+struct Fc1Unit {
+  int s, i, part;
+};
+__device__ __forceinline__ Fc1Unit fc1_unit_of(const FusedDecodeArgs& a, int64_t u) {
+  const int per_slot = a.inter / 16 * a.fc1_parts;
+  Fc1Unit f;
+  f.s = int(u / per_slot);
+  const int r = int(u - int64_t(f.s) * per_slot);
+  f.i = r / a.fc1_parts;
+  f.part = r - f.i * a.fc1_parts;
+  return f;
+}
+
+// The chunks [j0, j1) of K = H that part `part` of an FC1 unit streams: an equal range when the unit
+// is split (fc1_split), else all of K for part 0 (returns false for the other parts: nothing to do).
 __device__ __forceinline__ bool fc1_range(const FusedDecodeArgs& a, const Group& g, int part, int& j0, int& j1) {
   const int kc = a.hidden / 64, parts = a.fc1_parts;
-  if (parts > 1 && g.m <= 8) {
+  if (fc1_split(a, g)) {
     j0 = kc * part / parts;
     j1 = kc * (part + 1) / parts;
     return true;
@@ -213,7 +233,7 @@ template <typename T, bool kBF16, bool kQuant>
 __device__ __forceinline__ bool fc1_unit(const FusedDecodeArgs& a, PairStream& st, GroupRegs& w, const Group& g,
                                          int s, int i, int part, int j0, int j1, bool pre, int lane) {
   const int parts = a.fc1_parts;
-  const bool split = parts > 1 && g.m <= 8;
+  const bool split = fc1_split(a, g);
   const float alpha = __ldg(a.alpha1 + g.e);
   const float gs = kQuant ? __ldg(a.act_global2 + (a.per_expert ? g.e : 0)) : 1.0f;
   const int gr = lane >> 2, c = lane & 3;
@@ -225,10 +245,7 @@ __device__ __forceinline__ bool fc1_unit(const FusedDecodeArgs& a, PairStream& s
     }
     st.act = act_words<T>(a.a1, g.row0, a.hidden, g.m, tok0, lane) + j0 * 32;
     float acc[2][1][4];
-#pragma unroll
-    for (int r = 0; r < 2; ++r)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) acc[r][0][q] = 0.0f;
+    zero_acc(acc);
     st.run<T, false>(w, j1 - j0, pre, acc);
     if (split) {
       const int64_t unit = int64_t(s) * (a.inter / 16) + i;
@@ -240,10 +257,7 @@ __device__ __forceinline__ bool fc1_unit(const FusedDecodeArgs& a, PairStream& s
       if (lane == 0) arrived = gemm_impl::sm90::arrive_acq_rel(a.split_count + unit);
       arrived = __shfl_sync(kFullMask, arrived, 0);
       if (arrived != parts - 1) return false;
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) acc[r][0][q] = 0.0f;
+      zero_acc(acc);
       for (int p = 0; p < parts; ++p) {
         const float4* x = reinterpret_cast<const float4*>(a.partials + (unit * parts + p) * 256) + lane * 2;
         const float4 x0 = __ldcg(x), x1 = __ldcg(x + 1);
@@ -296,10 +310,7 @@ __device__ __forceinline__ void fc2_unit(const FusedDecodeArgs& a, PairStream& s
     }
     st.act = act_words<T>(a.h, g.row0, a.inter, g.m, tok0, lane);
     float acc[2][1][4];
-#pragma unroll
-    for (int r = 0; r < 2; ++r)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) acc[r][0][q] = 0.0f;
+    zero_acc(acc);
     st.run<T, true>(w, kc, pre, acc);
 #pragma unroll
     for (int r = 0; r < 2; ++r)
@@ -350,18 +361,17 @@ __global__ void __launch_bounds__(kThreads, 2) moe_fused_decode_kernel(FusedDeco
   const int na = min(__ldg(a.num_active), a.slots);
   const int fc2_blocks = a.fc2_blocks;  // 32-row blocks per FC2 unit (1 or 2)
   const int ib = a.inter / 16, rbs = a.hidden / 32 / fc2_blocks;
-  const int per_slot = ib * a.fc1_parts;  // FC1 units (parts) per expert
-  const int64_t u1 = int64_t(na) * per_slot, total = u1 + int64_t(na) * rbs;
+  const int64_t u1 = int64_t(na) * ib * a.fc1_parts, total = u1 + int64_t(na) * rbs;
   PairStream st;
   GroupRegs w;
   bool pre = false;
   Group g{};
   if (u < u1) {
-    const int s = int(u / per_slot), r = int(u - int64_t(s) * per_slot);
-    g = group_of(a, s);
+    const Fc1Unit f = fc1_unit_of(a, u);
+    g = group_of(a, f.s);
     int j0, j1;
-    if (fc1_range(a, g, r % a.fc1_parts, j0, j1) && j1 - j0 >= 2) {
-      bind_fc1(a, st, g.e, r / a.fc1_parts, j0, lane);
+    if (fc1_range(a, g, f.part, j0, j1) && j1 - j0 >= 2) {
+      bind_fc1(a, st, g.e, f.i, j0, lane);
       st.load(w, 0, 0, 2);
       pre = true;
     }
@@ -379,15 +389,14 @@ __global__ void __launch_bounds__(kThreads, 2) moe_fused_decode_kernel(FusedDeco
     // Ask for the unit after this one now; its answer is needed only at the end of this one.
     if (lane == 0) next = warps + atomicAdd(a.dispenser, 1);
     if (u < u1) {
-      const int s = int(u / per_slot), r = int(u - int64_t(s) * per_slot);
-      const int i = r / a.fc1_parts, part = r - i * a.fc1_parts;
-      if (!pre) g = group_of(a, s);
+      const Fc1Unit f = fc1_unit_of(a, u);
+      if (!pre) g = group_of(a, f.s);
       int j0, j1;
-      if (fc1_range(a, g, part, j0, j1)) {
-        if (!pre) bind_fc1(a, st, g.e, i, j0, lane);
-        if (fc1_unit<T, kBF16, kQuant>(a, st, w, g, s, i, part, j0, j1, pre, lane)) {
+      if (fc1_range(a, g, f.part, j0, j1)) {
+        if (!pre) bind_fc1(a, st, g.e, f.i, j0, lane);
+        if (fc1_unit<T, kBF16, kQuant>(a, st, w, g, f.s, f.i, f.part, j0, j1, pre, lane)) {
           __syncwarp();
-          if (lane == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(a.fc1_done + s) : "memory");
+          if (lane == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(a.fc1_done + f.s) : "memory");
         }
       }
     } else {

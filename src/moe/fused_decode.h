@@ -57,7 +57,7 @@ inline constexpr int64_t kFusedDecodeMaxSplitUnits = 16384;  // bounds the parti
 // (1.9 W) 283.6 / 285.6 / 293.3.
 inline int fused_decode_fc1_parts(int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter, int64_t e_local,
                                   int sms) {
-  const double warps = 16.0 * (sms > 0 ? sms : 132);
+  const double warps = fused_decode_warps(sms);
   const double units = expected_active_experts(tokens, top_k, e_local) * double(inter / 16);
   const int64_t kc = hidden / 64;
   const int64_t slots = std::min(e_local, tokens * top_k);
@@ -72,6 +72,15 @@ inline int64_t fused_decode_sync_words(int64_t slots, int64_t hidden, int64_t in
   return slots + hidden / 32 + 1 + (parts > 1 ? slots * (inter / 16) : 0);
 }
 
+// Points a's counters into `sync` (fused_decode_sync_words(a.slots, H, I, a.fc1_parts) words, in
+// the order FusedDecodeArgs lists them).
+inline void bind_fused_decode_sync(FusedDecodeArgs& a, int32_t* sync) {
+  a.fc1_done = sync;
+  a.fin_count = a.fc1_done + a.slots;
+  a.dispenser = a.fin_count + a.hidden / 32;
+  a.split_count = a.dispenser + 1;
+}
+
 // Workspace of the path for any T' <= max_tokens (the largest T' whose FC1 units are split sets it).
 struct FusedDecodeWorkspace {
   int64_t sync_words = 0;
@@ -80,8 +89,8 @@ struct FusedDecodeWorkspace {
 inline FusedDecodeWorkspace fused_decode_workspace(int64_t max_tokens, int64_t top_k, int64_t hidden, int64_t inter,
                                                    int64_t e_local, int sms) {
   FusedDecodeWorkspace w;
-  if (top_k < 1 || e_local < 1 || e_local > 512) return w;
-  const int64_t last = std::min(max_tokens, 4096 / top_k);
+  if (!fused_decode_supported(1, top_k, e_local)) return w;
+  const int64_t last = std::min(max_tokens, kFusedMaxRows / top_k);
   w.sync_words = fused_decode_sync_words(std::min(e_local, std::max<int64_t>(last, 1) * top_k), hidden, inter, 1);
   // The parts do not grow with T' (more experts, more units), the slots do: stop at the first T'
   // without a split.

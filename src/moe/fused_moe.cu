@@ -114,7 +114,8 @@ void check_problem(ArgCheck& c, const MoeParams& p) {
       .require(p.path != MoePath::kFusedDecode ||
                    moe_impl::fused_decode_supported(p.num_tokens, p.top_k, p.num_experts / p.ep_size),
                StatusCode::kNotSupported,
-               "path kFusedDecode needs num_tokens * top_k <= 4096 and num_experts / ep_size <= 512 (num_tokens = " +
+               "path kFusedDecode needs num_tokens * top_k <= " + num(moe_impl::kFusedMaxRows) +
+                   " and num_experts / ep_size <= " + num(moe_impl::kFusedMaxExperts) + " (num_tokens = " +
                    num(p.num_tokens) + ", top_k = " + num(p.top_k) + ", num_experts / ep_size = " +
                    num(p.num_experts / p.ep_size) + ")");
   if (!c.ok()) return;
@@ -168,11 +169,14 @@ void check_tokens(ArgCheck& c, const MoeParams& p) {
       .aligned(p.output, 16, "output");
 }
 
+// The SM count the launches and the path rules plan for (an H100's 132 when unknown).
+int sm_count_or_default() { return device_info().sm_count > 0 ? device_info().sm_count : 132; }
+
 // The grouped GEMM regions also cover the tuned tactics of `tune` (the process-wide cache).
 MoeWorkspaceLayout layout_for(const MoeParams& p, const MoeDims& d, TuneCache* tune) {
   const size_t ws1 = moe_impl::grouped_workspace_bound(moe_impl::moe_fc1_gemm(p), d.max_tokens, tune);
   const size_t ws2 = moe_impl::grouped_workspace_bound(moe_impl::moe_fc2_gemm(p), d.max_tokens, tune);
-  const int sms = device_info().sm_count > 0 ? device_info().sm_count : 132;
+  const int sms = sm_count_or_default();
   return moe_impl::moe_workspace_layout(d, ws1, ws2, sms);
 }
 
@@ -210,7 +214,7 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   FP4KIT_RETURN_IF_ERROR(check.status());
 
   uint8_t* base = static_cast<uint8_t*>(workspace);
-  const int sms = device_info().sm_count > 0 ? device_info().sm_count : 132;
+  const int sms = sm_count_or_default();
   const MoePath path = moe_impl::resolve_moe_path(p.path, d.tokens, d.top_k, d.hidden, d.inter, d.e_local,
                                                   p.mode == MoeMode::kW4A4, sms);
   // Small batches: the per-entry path (two kernels, no permutation; src/moe/per_entry.cu, rule in
@@ -362,10 +366,7 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
     fd.fc2_blocks = moe_impl::fused_decode_fc2_blocks(d.inter);
     fd.partials = fd.fc1_parts > 1 ? reinterpret_cast<float*>(base + l.partials) : nullptr;
     int32_t* sync = reinterpret_cast<int32_t*>(base + l.sync);
-    fd.fc1_done = sync;
-    fd.fin_count = sync + fd.slots;
-    fd.dispenser = sync + fd.slots + d.hidden / 32;
-    fd.split_count = fd.dispenser + 1;
+    moe_impl::bind_fused_decode_sync(fd, sync);
     pa.publish_before_trigger = true;
     pa.clear = sync;
     pa.clear_words = int(moe_impl::fused_decode_sync_words(fd.slots, d.hidden, d.inter, fd.fc1_parts));

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "fp4kit/moe.h"
+#include "moe/moe_kernels.h"  // use_fused_permute: the fused-decode path's limits
 
 namespace fp4kit::moe_impl {
 
@@ -57,8 +58,12 @@ inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t inter, in
 // supported has been rejected by them).
 // Limits of the fused-decode path: the fused permutation's (one kernel ranks every entry).
 inline bool fused_decode_supported(int64_t tokens, int64_t top_k, int64_t e_local) {
-  return tokens >= 0 && top_k >= 1 && tokens * top_k <= 4096 && e_local >= 1 && e_local <= 512;
+  return tokens >= 0 && top_k >= 1 && e_local >= 1 && use_fused_permute(tokens * top_k, e_local);
 }
+
+// Warps of the fused-decode kernel's grid (its launch: 2 resident CTAs of 8 warps per SM), the W of
+// the rules below.
+inline double fused_decode_warps(int sms) { return 16.0 * (sms > 0 ? sms : 132); }
 
 // Local experts expected to get rows when each of T tokens picks top_k distinct experts uniformly.
 inline double expected_active_experts(int64_t tokens, int64_t top_k, int64_t e_local) {
@@ -90,7 +95,7 @@ inline int fused_decode_fc2_blocks(int64_t inter) { return inter / 64 <= 4 ? 2 :
 inline bool fused_decode_preferred(int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter, int64_t e_local,
                                    int sms) {
   if (!fused_decode_supported(tokens, top_k, e_local) || tokens < 1) return false;
-  const double warps = 16.0 * (sms > 0 ? sms : 132);
+  const double warps = fused_decode_warps(sms);
   const double active = expected_active_experts(tokens, top_k, e_local);
   const double fc1_units = active * double(inter / 16);
   const double fc2_units = active * double(hidden / 32 / fused_decode_fc2_blocks(inter));
