@@ -149,6 +149,16 @@ struct Group {
   int m;     // rows
 };
 
+// FC1's activations for token-tile position tok0 + lane / 4 (rows past m read row m - 1): A1 row
+// row0 + tok, or (row_token set: W4A16 without the gather) the input row of that row's token.
+template <typename T>
+__device__ __forceinline__ const unsigned* fc1_act_words(const FusedDecodeArgs& a, const Group& g, int tok0,
+                                                         int lane) {
+  if (!a.row_token) return act_words<T>(a.a1, g.row0, a.hidden, g.m, tok0, lane);
+  const int token = __ldg(a.row_token + g.row0 + min(tok0 + (lane >> 2), g.m - 1));
+  return reinterpret_cast<const unsigned*>(static_cast<const T*>(a.a1) + int64_t(token) * a.hidden + 2 * (lane & 3));
+}
+
 __device__ __forceinline__ Group group_of(const FusedDecodeArgs& a, int s) {
   Group g;
   g.e = __ldg(a.active + s);
@@ -243,7 +253,7 @@ __device__ __forceinline__ bool fc1_unit(const FusedDecodeArgs& a, PairStream& s
       bind_fc1(a, st, g.e, i, 0, lane);
       pre = false;
     }
-    st.act = act_words<T>(a.a1, g.row0, a.hidden, g.m, tok0, lane) + j0 * 32;
+    st.act = fc1_act_words<T>(a, g, tok0, lane) + j0 * 32;
     float acc[2][1][4];
     zero_acc(acc);
     st.run<T, false>(w, j1 - j0, pre, acc);

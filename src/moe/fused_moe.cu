@@ -367,6 +367,15 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
     fd.partials = fd.fc1_parts > 1 ? reinterpret_cast<float*>(base + l.partials) : nullptr;
     int32_t* sync = reinterpret_cast<int32_t*>(base + l.sync);
     moe_impl::bind_fused_decode_sync(fd, sync);
+    if (p.mode == MoeMode::kW4A16) {
+      // FC1 reads x through the rows' tokens: the permutation (one block) gathers nothing. The
+      // fused-decode kernel does not use row_expert, so its region holds the tokens.
+      ga.mode = moe_impl::GatherMode::kNone;
+      pa.row_token = row_expert;
+      pa.row_expert = nullptr;
+      fd.a1 = p.input;
+      fd.row_token = row_expert;
+    }
     pa.publish_before_trigger = true;
     pa.clear = sync;
     pa.clear_words = int(moe_impl::fused_decode_sync_words(fd.slots, d.hidden, d.inter, fd.fc1_parts));

@@ -60,6 +60,7 @@ enum class GatherMode : int {
   kCopy = 0,      // W4A16: copy the 16-bit row
   kQuantize = 1,  // W4A4, 16-bit input: kExact NVFP4 with fc1_act_global, write e2m1 * sf
   kDecode = 2,    // W4A4, NVFP4 input: e2m1 * sf from codes and 128x4 scales
+  kNone = 3,      // fused permutation only: no A1 (the fused-decode kernel reads x through row_token)
 };
 
 struct PermuteArgs {
@@ -73,7 +74,8 @@ struct PermuteArgs {
   int32_t* offsets = nullptr;     // [e_local + 1]
   int32_t* active = nullptr;      // [e_local]: local experts with rows, ascending
   int32_t* num_active = nullptr;  // [1]
-  int32_t* row_expert = nullptr;  // [n]: local expert of each permuted row
+  int32_t* row_expert = nullptr;  // [n]: local expert of each permuted row (null: not written)
+  int32_t* row_token = nullptr;   // fused path, optional: [n] token of each permuted row
   int32_t* error_flag = nullptr;  // [1]: kBadExpertId | kGroupOverflow bits
   int32_t* chunk_counts = nullptr;  // multi-kernel path: [chunks][e_local]
   int32_t* chunk_flags = nullptr;   // multi-kernel path: [chunks]

@@ -294,14 +294,16 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
         perm_s[li] = int16_t(row);
         if (publish) {
           a.perm[li] = row;
-          if (row >= 0) a.row_expert[row] = e[it];
+          if (row >= 0 && a.row_expert) a.row_expert[row] = e[it];
+          if (row >= 0 && a.row_token) a.row_token[row] = li / a.top_k;
         }
       }
     }
   }
-  __syncthreads();
-
-  gather_rows<kBF16, kMode, kPermuteThreads>(a, g, n, [&](int64_t i) { return int(perm_s[i]); });
+  if constexpr (kMode != GatherMode::kNone) {
+    __syncthreads();
+    gather_rows<kBF16, kMode, kPermuteThreads>(a, g, n, [&](int64_t i) { return int(perm_s[i]); });
+  }
 }
 
 // ---- multi-kernel path -------------------------------------------------------------------------------------
@@ -473,6 +475,7 @@ Status launch_permute_gather_fused(const PermuteArgs& a, const GatherArgs& g, in
     return Status(StatusCode::kInternal, "fused_moe: fused permutation used outside its limits");
   // Every block ranks all entries (a few microseconds at most at n = 4096), so the grid is kept
   // to one wave: two 512-thread blocks per SM (the register file holds two).
+  if (g.mode == GatherMode::kNone) return FusedLauncher<true, GatherMode::kNone>::run(a, g, 1, stream);
   const int blocks = grid_for(gather_threads(a, g), kPermuteThreads, int64_t(sm_count) * 2);
   return dispatch_gather<FusedLauncher>(g, a, g, blocks, stream);
 }
