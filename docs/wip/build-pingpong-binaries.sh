@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds gpu-bin/pp/ for docs/wip/pingpong-gpu-run.sh: fp4kit and test_gemm with
-# docs/wip/wgmma-pingpong.patch applied (grouped tactics 13 = 128x64 pp, 14 = 128x128 pp, 15 = 128x128 pp
-# with two wgmma batches in flight), and fp4kit
+# docs/wip/wgmma-pingpong.patch applied (grouped tactics 13-17: 128x64 pp, 128x128 pp, 128x128
+# pp with two wgmma batches in flight, 64x128 pp, 64x144 pp), and fp4kit
 # of the clean tree. BUILD_DIR: a configured build folder (scripts/test.sh makes one). Leaves the
 # tree clean and the build folder at HEAD (the last step rebuilds it; ~2 min on 2 cores).
 set -eu

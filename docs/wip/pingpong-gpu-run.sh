@@ -3,8 +3,8 @@
 # binaries from docs/wip/build-pingpong-binaries.sh). ~5 min on an H100:
 #  1. test_gemm GroupedGemmGpu.* (every grouped tactic, ragged groups) and memcheck of the ragged test;
 #  2. bench moe at T = 4096 (W4A16, eager us, reduced-variant checks on) with FC1/FC2 forced to the
-#     cooperative 128x128 (5), the ping-pong 128x128 (14; 15 = two wgmma batches in flight), and the
-#     default (128x144 = 11 / 256x128); then FC2 alone on 14. Every CSV goes to $OUT; table last.
+#     cooperative 128x128 (5), the ping-pong 128x128 (14; 15 = two wgmma batches in flight), the
+#     ping-pong 64x144 (17), and the default (128x144 = 11 / 256x128); then FC2 alone on 14. Every CSV goes to $OUT; table last.
 set -u
 S=gpu-bin/pp; L=$OUT
 for b in head pp; do gunzip -c $S/fp4kit_$b.gz > /tmp/fp4kit_$b; chmod +x /tmp/fp4kit_$b; done
@@ -24,6 +24,7 @@ for rep in 1 2; do
   run coop_$rep pp --fc1-tactic 5 --fc2-tactic 5
   run pp_$rep pp --fc1-tactic 14 --fc2-tactic 14
   run pptwo_$rep pp --fc1-tactic 15 --fc2-tactic 15
+  run pp144_$rep pp --fc1-tactic 17 --fc2-tactic 17
   run fc2pp_$rep pp --fc2-tactic 14
 done
 python3 - "$L" <<'PY'
@@ -34,9 +35,9 @@ for f in glob.glob(sys.argv[1]+'/pp_*_?.csv'):
     for r in csv.reader(open(f)):
         if len(r)>14 and r[7].startswith('fp4kit'):
             res.setdefault(r[0],{}).setdefault(n,[]).append(float(r[8]))
-names=['default','coop','pp','pptwo','fc2pp']
-print('preset T=4096 | eager us (min of 2): '+' '.join(names)+' | pp/coop pptwo/coop fc2pp/default')
+names=['default','coop','pp','pptwo','pp144','fc2pp']
+print('preset T=4096 | eager us (min of 2): '+' '.join(names)+' | pp/coop pptwo/coop pp144/default fc2pp/default')
 for k in sorted(res):
     v=res[k]; m=[min(v.get(n,[0])) for n in names]
-    print(k[:16],'|',*m,'|',*[round(m[i]/m[j],3) if m[j] else '-' for i,j in ((2,1),(3,1),(4,0))])
+    print(k[:16],'|',*m,'|',*[round(m[i]/m[j],3) if m[j] else '-' for i,j in ((2,1),(3,1),(4,0),(5,0))])
 PY
