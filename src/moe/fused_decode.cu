@@ -134,13 +134,20 @@ struct PairStream {
   }
 };
 
+// The row of an 8-token tile that lane reads: tok0 + lane / 4, rows past m reading row m - 1 (their
+// MMA columns are never stored).
+__device__ __forceinline__ int tile_row(int m, int tok0, int lane) { return min(tok0 + (lane >> 2), m - 1); }
+
+// This lane's word of 16-bit activation row `row` (row-major, ld elements per row).
+template <typename T>
+__device__ __forceinline__ const unsigned* row_words(const void* base, int64_t row, int64_t ld, int lane) {
+  return reinterpret_cast<const unsigned*>(static_cast<const T*>(base) + row * ld + 2 * (lane & 3));
+}
+
 template <typename T>
 __device__ __forceinline__ const unsigned* act_words(const void* base, int64_t row0, int64_t ld, int m, int tok0,
                                                      int lane) {
-  // Token rows past m read row m - 1 (their MMA columns are never stored).
-  const int tok = min(tok0 + (lane >> 2), m - 1);
-  const T* row = static_cast<const T*>(base) + (row0 + tok) * ld + 2 * (lane & 3);
-  return reinterpret_cast<const unsigned*>(row);
+  return row_words<T>(base, row0 + tile_row(m, tok0, lane), ld, lane);
 }
 
 struct Group {
@@ -149,14 +156,13 @@ struct Group {
   int m;     // rows
 };
 
-// FC1's activations for token-tile position tok0 + lane / 4 (rows past m read row m - 1): A1 row
-// row0 + tok, or (row_token set: W4A16 without the gather) the input row of that row's token.
+// FC1's activations for the tile at tok0: A1 rows, or (row_token set: W4A16 without the gather) the
+// input rows of those rows' tokens.
 template <typename T>
 __device__ __forceinline__ const unsigned* fc1_act_words(const FusedDecodeArgs& a, const Group& g, int tok0,
                                                          int lane) {
-  if (!a.row_token) return act_words<T>(a.a1, g.row0, a.hidden, g.m, tok0, lane);
-  const int token = __ldg(a.row_token + g.row0 + min(tok0 + (lane >> 2), g.m - 1));
-  return reinterpret_cast<const unsigned*>(static_cast<const T*>(a.a1) + int64_t(token) * a.hidden + 2 * (lane & 3));
+  const int row = g.row0 + tile_row(g.m, tok0, lane);
+  return row_words<T>(a.a1, a.row_token ? __ldg(a.row_token + row) : row, a.hidden, lane);
 }
 
 __device__ __forceinline__ Group group_of(const FusedDecodeArgs& a, int s) {

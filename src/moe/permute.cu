@@ -475,6 +475,7 @@ Status launch_permute_gather_fused(const PermuteArgs& a, const GatherArgs& g, in
     return Status(StatusCode::kInternal, "fused_moe: fused permutation used outside its limits");
   // Every block ranks all entries (a few microseconds at most at n = 4096), so the grid is kept
   // to one wave: two 512-thread blocks per SM (the register file holds two).
+  // Nothing to gather (the element type does not matter): one block ranks and publishes.
   if (g.mode == GatherMode::kNone) return FusedLauncher<true, GatherMode::kNone>::run(a, g, 1, stream);
   const int blocks = grid_for(gather_threads(a, g), kPermuteThreads, int64_t(sm_count) * 2);
   return dispatch_gather<FusedLauncher>(g, a, g, blocks, stream);
