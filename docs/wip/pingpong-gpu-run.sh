@@ -19,7 +19,7 @@ run() {  # name binary flags...
   timeout 100 /tmp/fp4kit_$b bench moe --preset $P --t 4096 --mode w4a16 --no-baseline --check-max-t 0 "$@" --csv --output $L/pp_${n}.csv > $L/pp_${n}.log 2>&1
   echo "$n rc=$? ok=$(grep -c ',ok,' $L/pp_${n}.csv) $(grep -E 'RESULT|checks:' $L/pp_${n}.log | tr '\n' ' ') t=$SECONDS"
 }
-for rep in 1 2; do
+for rep in 1 2 3; do
   run default_$rep head
   run coop_$rep pp --fc1-tactic 5 --fc2-tactic 5
   run pp_$rep pp --fc1-tactic 14 --fc2-tactic 14
@@ -33,10 +33,10 @@ res={}
 for f in glob.glob(sys.argv[1]+'/pp_*_?.csv'):
     n=f.split('/')[-1][3:-6]
     for r in csv.reader(open(f)):
-        if len(r)>14 and r[7].startswith('fp4kit'):
+        if len(r)>14 and r[7].startswith('fp4kit') and r[8] != '-':
             res.setdefault(r[0],{}).setdefault(n,[]).append(float(r[8]))
 names=['default','coop','pp','pptwo','pp144','fc2pp']
-print('preset T=4096 | eager us (min of 2): '+' '.join(names)+' | pp/coop pptwo/coop pp144/default fc2pp/default')
+print('preset T=4096 | eager us (min of 3): '+' '.join(names)+' | pp/coop pptwo/coop pp144/default fc2pp/default')
 for k in sorted(res):
     v=res[k]; m=[min(v.get(n,[0])) for n in names]
     print(k[:16],'|',*m,'|',*[round(m[i]/m[j],3) if m[j] else '-' for i,j in ((2,1),(3,1),(4,0),(5,0))])

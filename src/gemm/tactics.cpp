@@ -61,6 +61,9 @@ const std::vector<Tactic>& tactic_table() {
     add_decode({{1, 1, 4}, {1, 2, 4}}, true, true);
     // 16-token dp tiles with twice the weight bytes in flight per warp (2 CTAs/SM).
     add_decode({{2, 1, 8}, {2, 2, 4}}, true, true);
+    // 256 weight rows x 64 tokens: half the activation bytes per weight byte of 128x64 (the
+    // activation tiles are re-read from L2 by every CTA of a token tile).
+    add_wgmma({{256, 64, 8}});
     return t;
   }();
   return table;
@@ -241,7 +244,8 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
 //     the split K ranges stay long (>= 64 chunks), else 128 (short ranges pay for the split-K
 //     partials and an unfilled pipeline: 4096x4096 M=16 16.8 vs 14.2 us).
 //  * 33..64: 128x64, or 128x32 when 128x64 would cut K into ranges shorter than 48 chunks
-//    (4096x4096 M=64: 20.2 vs 24.2 us).
+//    (4096x4096 M=64: 20.2 vs 24.2 us); 256x64 when its tiles fit one wave and 128x64's do not
+//    (session 12: 28672x4096 M=64 36.4 vs 40.6 us).
 //  * 65..128: 128x128 when its split K ranges stay >= 128 chunks (8192x28672: 121.7 vs 156.2 us
 //    for 128x64), else the full-wave model (wgmma_heuristic).
 // M <= 8 stays on the dp decode family (8192x28672 M=1: 57.5 us vs 69.6 for the best wgmma tile;
@@ -263,7 +267,15 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
     const int bn = wgmma_chunks_per_unit(p, 256, bm, sms) >= 64 ? 256 : 128;
     return wgmma_id(bn, bm, 8);
   }
-  if (p.m <= 64) return wgmma_chunks_per_unit(p, 128, 64, sms) >= 48 ? wgmma_id(128, 64, 6) : wgmma_id(128, 32, 8);
+  if (p.m <= 64) {
+    // 256x64 where its tiles fit one wave and 128x64's would need a second (wide layers: half the
+    // activation re-reads per weight byte, no split-K). H100, session 12, graph us, M = 48 / 64:
+    // 28672x4096 36.9 / 36.4 vs 40.1 / 40.6 for 128x64; with split-K (N = 8192) it loses
+    // (8192x8192 41.8 vs 31.3, 8192x28672 84.4 vs 76.8).
+    const int64_t n128 = (p.n + 127) / 128, n256 = (p.n + 255) / 256;
+    if (n256 <= sms && n128 > sms) return wgmma_id(256, 64, 8);
+    return wgmma_chunks_per_unit(p, 128, 64, sms) >= 48 ? wgmma_id(128, 64, 6) : wgmma_id(128, 32, 8);
+  }
   if (wgmma_chunks_per_unit(p, 128, 128, sms) >= 128 && (p.n + 127) / 128 * 2 <= sms) return wgmma_id(128, 128, 4);
   return -1;
 }

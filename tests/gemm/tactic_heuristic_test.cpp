@@ -63,6 +63,10 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   // 33..64: 128x64 unless its split K ranges get short.
   EXPECT_EQ(pick(64, 8192, 28672), "wgmma_w4a16_128x64_s6");
   EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");
+  // ... and 256x64 when its tiles fit one wave where 128x64's need two (wide layers).
+  EXPECT_EQ(pick(48, 28672, 4096), "wgmma_w4a16_256x64_s8");
+  EXPECT_EQ(pick(64, 28672, 4096), "wgmma_w4a16_256x64_s8");
+  EXPECT_EQ(pick(64, 8192, 8192), "wgmma_w4a16_128x64_s6");
   // 65..128: 128x128 with split-K on long K, else the full-wave model.
   EXPECT_EQ(pick(128, 8192, 28672), "wgmma_w4a16_128x128_s4");
   EXPECT_EQ(pick(128, 28672, 4096), "wgmma_w4a16_256x128_s4");
