@@ -143,11 +143,12 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   // CTAs (8192x8192 M=1: 20.7 vs 29.0 us; 4096x4096: 9.3 vs 18.9 us); 32-row blocks from 5 tokens
   // on (8-token tiles with two row tiles share their activation loads).
   const int64_t slots = 2 * int64_t(sm_count > 0 ? sm_count : 132);
-  // 17..32 tokens: two passes of the 16-token tile, only on small layers (N·K <= 32 Mi), where the
+  // 17..32 tokens: two passes of the 16-token tile, only on small layers (N·K <= 16 Mi), where the
   // wgmma 32-token tiles' fixed costs dominate (session 6, M = 24 / 32: 4096x4096 11.0 / 11.2 us vs
-  // 13.9 / 14.0 for wgmma 128x32, 6144x4096 16.9 / 17.3 vs 17.2 / 17.2; 4096x14336 25.0 vs 24.4 and
-  // the larger layers lose).
-  if (m > 32 || (m > 16 && rows * k > (int64_t(32) << 20))) return -1;
+  // 13.9 / 14.0 for wgmma 128x32; 4096x14336 25.0 vs 24.4 and the larger layers lose). Since split-K
+  // reduces inside clusters (session 12, graph us, M = 24 / 32): 6144x4096 18.0 / 18.1 for two dp
+  // passes vs 12.9 / 12.9 for 128x32, 4096x4096 10.7 / 10.9 vs 13.1 / 13.1.
+  if (m > 32 || (m > 16 && rows * k > (int64_t(16) << 20))) return -1;
   const int64_t passes = m > 8 ? (m + 15) / 16 : 1;  // token tiles
   // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
   const int64_t kw = dp_warps_per_row_block((k + 63) / 64);
@@ -243,11 +244,20 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
 //     71.9 vs 91.7 for 128x64); 256 weight rows (two slabs per warp, more loads in flight) when
 //     the split K ranges stay long (>= 64 chunks), else 128 (short ranges pay for the split-K
 //     partials and an unfilled pipeline: 4096x4096 M=16 16.8 vs 14.2 us).
-//  * 33..64: 128x64, or 128x32 when 128x64 would cut K into ranges shorter than 48 chunks
-//    (4096x4096 M=64: 20.2 vs 24.2 us); 256x64 when its tiles fit one wave and 128x64's do not
+//  * 33..64: 128x64, or 128x32 when 128x64 would cut K into ranges shorter than 32 chunks
+//    (4096x4096 M=64: 12.8 vs 20.2 us); 256x64 when its tiles fit one wave and 128x64's do not
 //    (session 12: 28672x4096 M=64 36.4 vs 40.6 us).
-//  * 65..128: 128x128 when its split K ranges stay >= 128 chunks (8192x28672: 121.7 vs 156.2 us
-//    for 128x64), else the full-wave model (wgmma_heuristic).
+//  * 65..128: 128x128 s6 when its tiles fit one wave with at most 2 K splits of >= 32 chunks
+//    (session 12, M = 96 / 128: 8192x8192 30.3 / 31.0 vs 39.6 / 38.9 us for 128x64, 6144x4096 18.9
+//    / 19.0 vs 21.0 / 21.0), else the full-wave model (wgmma_heuristic: 128x64 on 4096x4096 and
+//    4096x14336, whose 128x128 tiles would need 4 splits).
+//  * 129..256 on layers whose tiles leave SMs free (split-K regime): 128x256 when at most 2 K
+//    splits of >= 64 chunks cover the SMs, else 128x128 s6 (session 12, M = 192 / 256: 8192x28672
+//    157.7 / 154.7 vs 202.5 / 193.7 us for the full-wave model's 128x128 s4, 8192x8192 46.9 / 49.3
+//    vs 54.3 / 53.5; 4096x14336 48.8 / 49.3 vs 65.2 / 65.0 for 128x64, 4096x4096 19.8 / 18.8 vs
+//    20.9 / 21.0).
+// The rules from session 12 on assume split-K through clusters (wgmma_host.cu), where a split
+// costs little; the workspace fallback is slower.
 // M <= 8 stays on the dp decode family (8192x28672 M=1: 57.5 us vs 69.6 for the best wgmma tile;
 // 28672x4096 M = 1 / 8: 24.4 / 27.5 us with dense_dp_warps_per_row_block vs 29.0 / 28.8 for 256x16).
 // Since the decode loop's instruction cut (session 5), 9..16 tokens on layers with K <= 8192 and
@@ -274,14 +284,31 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
     // (8192x8192 41.8 vs 31.3, 8192x28672 84.4 vs 76.8).
     const int64_t n128 = (p.n + 127) / 128, n256 = (p.n + 255) / 256;
     if (n256 <= sms && n128 > sms) return wgmma_id(256, 64, 8);
-    return wgmma_chunks_per_unit(p, 128, 64, sms) >= 48 ? wgmma_id(128, 64, 6) : wgmma_id(128, 32, 8);
+    return wgmma_chunks_per_unit(p, 128, 64, sms) >= 32 ? wgmma_id(128, 64, 6) : wgmma_id(128, 32, 8);
   }
-  if (wgmma_chunks_per_unit(p, 128, 128, sms) >= 128 && (p.n + 127) / 128 * 2 <= sms) return wgmma_id(128, 128, 4);
+  const int64_t k_chunks = (p.k + 63) / 64;
+  const int64_t n128 = (p.n + 127) / 128;
+  sms = sms > 0 ? sms : 132;
+  if (n128 <= sms && wgmma_k_splits(n128, k_chunks, sms) <= 2 && wgmma_chunks_per_unit(p, 128, 128, sms) >= 32)
+    return wgmma_id(128, 128, 6);
+  return -1;
+}
+
+// 129..256 tokens where the tiles leave SMs free (the rules above small_m_wgmma_heuristic).
+static int mid_m_wgmma_heuristic(const GemmParams& p, int sms) {
+  if (p.m <= 128 || p.m > 256) return -1;
+  sms = sms > 0 ? sms : 132;
+  const int64_t k_chunks = (p.k + 63) / 64;
+  const int64_t n128 = (p.n + 127) / 128;
+  if (n128 < sms && wgmma_k_splits(n128, k_chunks, sms) <= 2 && wgmma_chunks_per_unit(p, 128, 256, sms) >= 64)
+    return wgmma_id(128, 256, 4);
+  if (n128 * ((p.m + 127) / 128) <= sms) return wgmma_id(128, 128, 6);
   return -1;
 }
 
 int heuristic_tactic(const GemmParams& p, int sm_count) {
   if (const int id = small_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
+  if (const int id = mid_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   // The dp decode family wherever its CTAs fill the GPU: up to 16 tokens, up to 32 on small layers.
   if (const int id = decode_dp_heuristic(p.m, p.n, p.k, sm_count); id >= 0) return id;
   // H100 measurements (docs/PERF.md): above 16 tokens the wgmma family's 128x64 tile already beats

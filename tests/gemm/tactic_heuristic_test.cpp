@@ -57,19 +57,30 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   // 17..32: small token tiles; 256 rows when the K ranges stay long ...
   EXPECT_EQ(pick(32, 28672, 4096), "wgmma_w4a16_256x32_s8");
   EXPECT_EQ(pick(17, 4096, 14336), "wgmma_w4a16_128x32_s8");
-  // ... except on small layers (N·K <= 32 Mi): two passes of the 16-token dp tile.
+  // ... except on small layers (N·K <= 16 Mi): two passes of the 16-token dp tile.
   EXPECT_EQ(pick(17, 4096, 4096), "decode_dpf_m16_r32_u2");
-  EXPECT_EQ(pick(32, 6144, 4096), "decode_dpf_m16_r32_u2");
-  // 33..64: 128x64 unless its split K ranges get short.
+  EXPECT_EQ(pick(32, 4096, 4096), "decode_dpf_m16_r32_u2");
+  EXPECT_EQ(pick(32, 6144, 4096), "wgmma_w4a16_128x32_s8");
+  // 33..64: 128x64 unless its split K ranges get short (< 32 chunks).
   EXPECT_EQ(pick(64, 8192, 28672), "wgmma_w4a16_128x64_s6");
-  EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");
+  EXPECT_EQ(pick(64, 6144, 4096), "wgmma_w4a16_128x64_s6");   // 2 splits of 32 chunks
+  EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");   // 128x64: 4 splits of 16
   // ... and 256x64 when its tiles fit one wave where 128x64's need two (wide layers).
   EXPECT_EQ(pick(48, 28672, 4096), "wgmma_w4a16_256x64_s8");
   EXPECT_EQ(pick(64, 28672, 4096), "wgmma_w4a16_256x64_s8");
   EXPECT_EQ(pick(64, 8192, 8192), "wgmma_w4a16_128x64_s6");
-  // 65..128: 128x128 with split-K on long K, else the full-wave model.
-  EXPECT_EQ(pick(128, 8192, 28672), "wgmma_w4a16_128x128_s4");
+  // 65..128: 128x128 s6 with at most 2 K splits of >= 32 chunks, else the full-wave model.
+  EXPECT_EQ(pick(128, 8192, 28672), "wgmma_w4a16_128x128_s6");
+  EXPECT_EQ(pick(96, 8192, 8192), "wgmma_w4a16_128x128_s6");
+  EXPECT_EQ(pick(96, 6144, 4096), "wgmma_w4a16_128x128_s6");
+  EXPECT_EQ(pick(96, 4096, 14336), "wgmma_w4a16_128x64_s6");  // 128x128 would need 4 splits
   EXPECT_EQ(pick(128, 28672, 4096), "wgmma_w4a16_256x128_s4");
+  // 129..256 with SMs to spare: 128x256 when 2 splits of >= 64 chunks fill them, else 128x128 s6.
+  EXPECT_EQ(pick(192, 8192, 28672), "wgmma_w4a16_128x256_s4");
+  EXPECT_EQ(pick(256, 8192, 8192), "wgmma_w4a16_128x256_s4");
+  EXPECT_EQ(pick(256, 4096, 14336), "wgmma_w4a16_128x128_s6");
+  EXPECT_EQ(pick(192, 6144, 4096), "wgmma_w4a16_128x128_s6");
+  EXPECT_EQ(pick(256, 28672, 4096).rfind("wgmma_w4a16_", 0), 0u);  // full waves: the model
   // Large M: full-wave tiles, no small ones.
   const std::string big = pick(4096, 8192, 8192);
   EXPECT_EQ(big.rfind("wgmma_", 0), 0u) << big;

@@ -2,8 +2,11 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
 #include <mutex>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "common/cuda_check.h"
@@ -109,11 +112,75 @@ Status ensure_smem(const sm90::WgmmaKernel& k) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Launch configuration of `k`: `grid` CTAs in clusters of `ks` along x (`attr` holds the attribute).
+cudaLaunchConfig_t cluster_config(const sm90::WgmmaKernel& k, int64_t grid, int ks, cudaStream_t stream,
+                                  cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(grid));
+  cfg.blockDim = dim3(sm90::kWgThreads);
+  cfg.dynamicSmemBytes = size_t(k.smem_bytes);
+  cfg.stream = stream;
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = unsigned(ks);
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
+// Whether `grid` CTAs of `k` in clusters of `ks` can all be resident at once (cudaOccupancyMaxActiveClusters,
+// cached per kernel and cluster size). The cluster split-K needs no co-residency for correctness,
+// but a second wave of clusters would cost more than the global-memory reduction saves.
+bool clusters_fit(const sm90::WgmmaKernel& k, int ks, int64_t grid) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, const void*, int>, int> cache;  // (device, kernel, ks) -> max clusters
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  const auto key = std::make_tuple(dev, reinterpret_cast<const void*>(k.fn), ks);
+  int n = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) {
+      n = it->second;
+    } else {
+      if (cudaFuncSetAttribute(reinterpret_cast<const void*>(k.fn), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               k.smem_bytes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+      }
+      cudaLaunchAttribute attr;
+      const cudaLaunchConfig_t cfg = cluster_config(k, ks, ks, nullptr, &attr);
+      if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(k.fn), &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        n = 0;
+      }
+      cache[key] = n;
+    }
+  }
+  return int64_t(n) * ks >= grid;
+}
+
+// FP4KIT_NO_CLUSTER_SPLITK=1 (read once): split-K always through the workspace, for A/B
+// measurements of the two reductions (docs/GEMM.md).
+bool cluster_splitk_disabled() {
+  static const bool off = [] {
+    const char* e = std::getenv("FP4KIT_NO_CLUSTER_SPLITK");
+    return e && e[0] && e[0] != '0';
+  }();
+  return off;
+}
+
 // Work decomposition of a dense launch (wgmma_kernel.cuh): data-parallel tiles with split-K
-// (the factor: wgmma_k_splits in tactics.h), or stream-K (Tactic::stream_k).
+// (the factor: wgmma_k_splits in tactics.h), or stream-K (Tactic::stream_k). Split-K reduces
+// inside clusters of k_splits CTAs (distributed shared memory, no workspace) when the tile's
+// accumulators fit in the pipeline stages, k_splits <= 8 (the portable cluster size) and every
+// cluster is resident at once; else through the workspace (partials + arrival counters).
 struct WgSplit {
   int64_t tiles, k_splits, grid;
   bool stream_k;
+  bool cluster;
   size_t partial_bytes, counter_bytes;
 };
 
@@ -124,6 +191,7 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
   const int64_t k_chunks = prepacked_shape(p.n, p.k).k_chunks;
   const int64_t per_unit = 256 * (t.block_n / 128) * (t.block_m / 2);  // floats per partial
   w.stream_k = t.stream_k;
+  w.cluster = false;
   if (w.stream_k) {
     // One range per SM, each at least 4 chunks (shorter ones are all pipeline fill).
     w.k_splits = 1;
@@ -134,6 +202,13 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
   }
   w.k_splits = wgmma_k_splits(w.tiles, k_chunks, sms);
   w.grid = std::max<int64_t>(1, std::min<int64_t>(w.tiles * w.k_splits, sms));
+  const sm90::WgmmaKernel k = kernel_for(t, p);
+  w.cluster = w.k_splits > 1 && w.k_splits <= 8 && k.fn && k.cluster_reduce && w.grid == w.tiles * w.k_splits &&
+              !cluster_splitk_disabled() && clusters_fit(k, int(w.k_splits), w.grid);
+  if (w.cluster) {
+    w.partial_bytes = w.counter_bytes = 0;
+    return w;
+  }
   w.partial_bytes = w.k_splits > 1 ? size_t(w.tiles * w.k_splits * per_unit) * 4 : 0;
   w.counter_bytes = w.k_splits > 1 ? size_t(w.tiles) * 4 : 0;
   return w;
@@ -199,6 +274,13 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   }
 
   FP4KIT_RETURN_IF_ERROR(ensure_smem(k));
+  if (split.cluster) {
+    a.cluster_splits = int(split.k_splits);
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t cfg = cluster_config(k, split.grid, int(split.k_splits), stream, &attr);
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, k.fn, map_a, map_w, map_s, a);
+    return detail::cuda_status(e == cudaSuccess ? cudaGetLastError() : e, ("gemm: launch " + t.name).c_str());
+  }
   k.fn<<<int(split.grid), sm90::kWgThreads, k.smem_bytes, stream>>>(map_a, map_w, map_s, a);
   return detail::cuda_status(cudaGetLastError(), ("gemm: launch " + t.name).c_str());
 }

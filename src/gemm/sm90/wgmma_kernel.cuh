@@ -81,6 +81,10 @@ struct WgmmaGemmArgs {
   int* counters;
   // 1: d, ldd and n are multiples of 8 elements (16 bytes), so the epilogue writes 16-byte vectors.
   int vec_epilogue;
+  // Split-K through distributed shared memory (dense mode, k_splits > 1, WgCfg::kClusterReduce):
+  // the launch groups each tile's k_splits units (consecutive CTAs, one unit each) into one
+  // cluster; partials never leave the cluster (no workspace, no counters, no memset).
+  int cluster_splits;
 };
 
 constexpr int kWgMaxGroups = 1024;  // grouped mode: tile prefix sums live in shared memory
@@ -110,6 +114,8 @@ struct WgCfg {
   static constexpr int kPrefixOff = kEpiOff + BM * kEpiRowBytes;
   static constexpr int kSmemBytes = kPrefixOff + 8 * (kWgMaxGroups + 1) + 1024;  // + alignment slack
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA on sm_90");
+  // Cluster split-K: a CTA's FP32 accumulators (BN x BM) fit in its pipeline stages [0, kBarOff).
+  static constexpr bool kClusterReduce = S * kStageTx >= BN * BM * 4;
 };
 
 // ---- PTX helpers -----------------------------------------------------------------------------------
@@ -372,6 +378,26 @@ __device__ __forceinline__ void wg_issue_stage(const uint32_t (&a)[kSlabs][4][4]
       gmma_rs<T, NE>(a[sl][s], sw128_desc(a_stage + 32 * s), reinterpret_cast<float(&)[NE / 2]>(acc[sl]));
 }
 
+// Cluster-wide barrier (every non-exited thread of the cluster's CTAs); release / acquire order
+// the shared-memory partials written before it with the remote reads after it.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The shared::cluster address of local shared address `addr` in the CTA of rank `rank`.
+__device__ __forceinline__ uint32_t cluster_map(uint32_t addr, int rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
 // Barrier of the two consumer warpgroups only (id 1; __syncthreads uses 0).
 __device__ __forceinline__ void consumer_barrier() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
@@ -578,7 +604,48 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       drain();
 
       const bool partial_tile = stream_k ? nk < args.k_chunks : k_splits > 1;
-      if (!G && partial_tile) {
+      if constexpr (!G && Cfg::kClusterReduce) {
+        if (partial_tile && args.cluster_splits) {
+          // Split-K inside the cluster: every split stores its accumulators into its own pipeline
+          // stages (idle once both warpgroups are past their mainloops: one unit per CTA, all its
+          // loads consumed) as [i / 4][consumer thread] float4s, so that a warp's stores and loads
+          // are conflict-free; after a cluster barrier the tile's first split adds the others' in
+          // split order (deterministic) and runs the epilogue; a second barrier keeps the others'
+          // shared memory alive until it has read it.
+          static_assert(Cfg::kAcc % 4 == 0, "float4 partials");
+          const int ct = int(threadIdx.x) - 128;  // consumer thread 0..255
+          const uint32_t red = smem_base;         // [kSlabs * kAcc / 4][256] float4
+          consumer_barrier();  // the other warpgroup has finished reading the stages (lds, wgmma)
+#pragma unroll
+          for (int sl = 0; sl < kSlabs; ++sl)
+#pragma unroll
+            for (int i = 0; i < kAcc; i += 4) {
+              const uint32_t a = red + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16);
+              asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(a), "f"(acc[sl][i]), "f"(acc[sl][i + 1]),
+                           "f"(acc[sl][i + 2]), "f"(acc[sl][i + 3])
+                           : "memory");
+            }
+          cluster_sync();
+          if (wu.split == 0) {
+            for (int sp = 1; sp < k_splits; ++sp) {
+              const uint32_t peer = cluster_map(red, sp);
+#pragma unroll
+              for (int sl = 0; sl < kSlabs; ++sl)
+#pragma unroll
+                for (int i = 0; i < kAcc; i += 4) {
+                  const float4 v = ld_cluster_f4(peer + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16));
+                  acc[sl][i] += v.x;
+                  acc[sl][i + 1] += v.y;
+                  acc[sl][i + 2] += v.z;
+                  acc[sl][i + 3] += v.w;
+                }
+            }
+          }
+          cluster_sync();
+          if (wu.split != 0) continue;
+        }
+      }
+      if (!G && partial_tile && !args.cluster_splits) {
         // Publish this split's accumulators; the last split to arrive reduces all of them in order
         // (split-K: splits 0..ks-1; stream-K: the CTAs covering the tile, in CTA order).
         static_assert(kAcc % 4 == 0, "float4 partials");

@@ -14,11 +14,12 @@ using WgmmaKernelFn = void (*)(const CUtensorMap, const CUtensorMap, const CUten
 struct WgmmaKernel {
   WgmmaKernelFn fn = nullptr;
   int smem_bytes = 0;
+  bool cluster_reduce = false;  // WgCfg::kClusterReduce: split-K can reduce inside a cluster
 };
 
 template <typename T, int BN, int BM, int S>
 WgmmaKernel wgmma_kernel_instance() {
-  return {&wgmma_gemm_kernel<T, BN, BM, S>, WgCfg<BN, BM, S>::kSmemBytes};
+  return {&wgmma_gemm_kernel<T, BN, BM, S>, WgCfg<BN, BM, S>::kSmemBytes, WgCfg<BN, BM, S>::kClusterReduce};
 }
 
 // Every instantiated configuration: X(BN, BM, S). One TU per (type, BN, BM) holds all its S.
