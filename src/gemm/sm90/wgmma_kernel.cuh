@@ -27,6 +27,9 @@
 //    accumulators to the workspace; the last of a tile's units to finish (atomic counter) sums all
 //    ks partials in split order 0..ks-1 and runs the epilogue, so the result is bit-identical run
 //    to run whatever order the units finish in. The counter is left at zero for the next launch.
+//    With args.cluster_splits (the host's choice, wgmma_host.cu) the ks units of a tile are one
+//    thread-block cluster instead and reduce through distributed shared memory (no workspace);
+//    the host sets it only for configs with WgCfg::kClusterReduce.
 //  * Stream-K (dense mode, Tactic::stream_k): the (tile, k chunk) units are cut into one contiguous
 //    equal range per CTA (stream_k.cuh), so every SM streams the same number of chunks whatever the
 //    tile count (112 tiles of 256x32 on 8192x28672 leave 20 of 132 SMs idle without it). A tile
