@@ -270,6 +270,7 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
 static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
   if (p.m > 128) return -1;
   if (p.m <= 8) return -1;
+  sms = sms > 0 ? sms : 132;
   if (p.m <= 32 && decode_dp_heuristic(p.m, p.n, p.k, sms) >= 0) return -1;
   if (p.m <= 16 && p.k <= 8192 && p.n <= 8192) return -1;
   if (p.m <= 32) {
@@ -288,7 +289,6 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
   }
   const int64_t k_chunks = (p.k + 63) / 64;
   const int64_t n128 = (p.n + 127) / 128;
-  sms = sms > 0 ? sms : 132;
   if (n128 <= sms && wgmma_k_splits(n128, k_chunks, sms) <= 2 && wgmma_chunks_per_unit(p, 128, 128, sms) >= 32)
     return wgmma_id(128, 128, 6);
   return -1;
