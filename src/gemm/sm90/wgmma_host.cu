@@ -145,8 +145,7 @@ bool clusters_fit(const sm90::WgmmaKernel& k, int ks, int64_t grid) {
     if (it != cache.end()) {
       n = it->second;
     } else {
-      if (cudaFuncSetAttribute(reinterpret_cast<const void*>(k.fn), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               k.smem_bytes) != cudaSuccess) {
+      if (!ensure_smem(k).is_ok()) {
         (void)cudaGetLastError();
         return false;
       }
