@@ -1,0 +1,195 @@
+// fp4kit_micro_overlap: does the register decode of NVFP4 weights overlap with wgmma on Hopper?
+//
+// One CTA per SM, 256 threads (two warpgroups, like the wgmma GEMM's consumers) or 384 / 512, runs
+// a loop of "stages". A stage is, per warpgroup, the 4 wgmmas m64n32k16 of one 64-K stage of the
+// 128x32 GEMM tile and/or the decode of one prepacked chunk per lane (fragment_decode.cuh, exactly
+// the GEMM consumer's decode), with the GEMM's structure: wgmma batch k issued, wait_group 1,
+// decode of stage k+1 into the other fragment set. Prints ns per stage for each workload and
+// combination; if wgmma and decode overlapped, "both" would take max(wgmma, decode), not the sum.
+//
+// Finding (H100, session 13, docs/GEMM.md "Decode and wgmma do not overlap"): the sum, within a few
+// per cent, in every arrangement: the same warps, different warpgroups of one CTA (roles split),
+// RS or SS wgmma, HMUL2 or integer-only or FP32 decode, 2 to 4 warpgroups.
+//
+// Usage: fp4kit_micro_overlap [iterations]   (needs an sm_90 GPU; no arguments needed)
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "gemm/sm90/wgmma_kernel.cuh"
+
+namespace {
+
+using fp4kit::gemm_impl::sm90::decode_chunk;
+using fp4kit::gemm_impl::sm90::fence_acc;
+using fp4kit::gemm_impl::sm90::gmma_rs;
+using fp4kit::gemm_impl::sm90::smem_u32;
+using fp4kit::gemm_impl::sm90::sw128_desc;
+using T = __nv_bfloat16;
+constexpr int kN = 32;  // wgmma N (tokens): the 128x32 tile
+
+enum Mode { kRsOnly, kDecodeOnly, kRsDecode, kSsOnly, kSsDecode, kSplitRoles, kDecodeAloneX2 };
+
+__device__ __forceinline__ void issue_rs(const uint32_t (&a)[4][4], uint32_t b, float (&acc)[kN / 2]) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s) gmma_rs<T, kN>(a[s], sw128_desc(b + 32 * s), acc);
+}
+__device__ __forceinline__ void issue_ss(uint32_t a_s, uint32_t b, float (&acc)[kN / 2]) {
+  using Op = cute::SM90::GMMA::MMA_64x32x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+    Op::fma(sw128_desc(a_s + 32 * s), sw128_desc(b + 32 * s), acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6],
+            acc[7], acc[8], acc[9], acc[10], acc[11], acc[12], acc[13], acc[14], acc[15]);
+}
+
+template <int MODE, int NT>
+__global__ void __launch_bounds__(NT, 1) overlap_kernel(const uint4* codes, const uint2* scales, int iters, float* out) {
+  __shared__ __align__(1024) uint8_t smem[4096 + 4 * 8192];  // B tile [32][64] + an A slab per warpgroup (SS)
+  for (int i = threadIdx.x; i < int(sizeof(smem) / 4); i += blockDim.x)
+    reinterpret_cast<uint32_t*>(smem)[i] = 0x3c003c00u ^ (i * 2654435761u & 0x00ff00ffu);  // small random BF16
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  const uint32_t b = smem_u32(smem), a_s = b + 4096 + (threadIdx.x >> 7) * 8192;
+  const uint4 w = codes[threadIdx.x];
+  const uint2 sc = scales[threadIdx.x];
+  float acc[kN / 2];
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) acc[i] = 0.f;
+  uint32_t fa0[4][4], fa1[4][4], tmp[4][4];
+  decode_chunk<T>(w, sc, fa0);
+  decode_chunk<T>(w, sc, fa1);
+  uint32_t chk = 0;
+  // Decodes a chunk that differs per stage (so nothing is hoisted out of the loop).
+  auto decode = [&](uint32_t (&f)[4][4], int it) {
+    uint4 x = w;
+    x.x ^= it; x.y ^= it << 1; x.z ^= it << 2; x.w ^= it << 3;
+    uint2 y = sc;
+    y.x ^= it << 5; y.y ^= it << 7;
+    decode_chunk<T>(x, y, f);
+  };
+  auto fold = [&](const uint32_t (&f)[4][4]) {
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) chk ^= f[s][j];
+  };
+  auto batch = [&](const uint32_t (&f)[4][4], bool ss) {
+    fence_acc(acc);
+    cute::warpgroup_arrive();
+    if (ss) issue_ss(a_s, b, acc);
+    else issue_rs(f, b, acc);
+    cute::warpgroup_commit_batch();
+    cute::warpgroup_wait<1>();
+  };
+  for (int it = 0; it < iters; it += 2) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      auto& cur = h ? fa1 : fa0;
+      auto& nxt = h ? fa0 : fa1;
+      if constexpr (MODE == kDecodeOnly) {
+        decode(nxt, it + h);
+        fold(nxt);
+      } else if constexpr (MODE == kSplitRoles || MODE == kDecodeAloneX2) {
+        // Warpgroup 0 runs both warpgroups' wgmmas, warpgroup 1 both decodes (or nothing runs on 0).
+        if (threadIdx.x < 128) {
+          if constexpr (MODE == kSplitRoles) {
+            batch(fa0, false);
+            batch(fa0, false);
+          }
+        } else {
+          decode(tmp, it + h);
+          fold(tmp);
+          decode(tmp, it + h + 7);
+          fold(tmp);
+        }
+      } else {
+        batch(cur, MODE == kSsOnly || MODE == kSsDecode);
+        if constexpr (MODE == kRsDecode) decode(nxt, it + h);
+        if constexpr (MODE == kSsDecode) {
+          decode(tmp, it + h);
+          fold(tmp);
+        }
+      }
+    }
+  }
+  cute::warpgroup_wait<0>();
+  fence_acc(acc);
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) s += acc[i];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s + float(chk & 0xffu);
+}
+
+template <int MODE, int NT>
+float ns_per_stage(const uint4* codes, const uint2* scales, float* out, int iters, int sms) {
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  overlap_kernel<MODE, NT><<<sms, NT>>>(codes, scales, iters, out);  // warm-up
+  cudaEventRecord(e0);
+  constexpr int kReps = 5;
+  for (int r = 0; r < kReps; ++r) overlap_kernel<MODE, NT><<<sms, NT>>>(codes, scales, iters, out);
+  cudaEventRecord(e1);
+  cudaEventSynchronize(e1);
+  float ms = 0.f;
+  cudaEventElapsedTime(&ms, e0, e1);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) {
+    std::fprintf(stderr, "fp4kit_micro_overlap: %s\n", cudaGetErrorString(err));
+    std::exit(1);
+  }
+  return ms / kReps * 1e6f / float(iters);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int iters = argc > 1 ? std::atoi(argv[1]) : (1 << 16);
+  int dev = 0, major = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
+      major != 9) {
+    std::printf("fp4kit_micro_overlap: skipped (needs an sm_90 GPU)\n");
+    return 0;
+  }
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  uint4* codes = nullptr;
+  uint2* scales = nullptr;
+  float* out = nullptr;
+  cudaMalloc(&codes, 512 * sizeof(uint4));
+  cudaMalloc(&scales, 512 * sizeof(uint2));
+  cudaMalloc(&out, size_t(sms) * 512 * sizeof(float));
+  uint32_t h[512 * 4];
+  for (int i = 0; i < 512 * 4; ++i) h[i] = 0x9e3779b9u * uint32_t(i + 1);
+  cudaMemcpy(codes, h, 512 * sizeof(uint4), cudaMemcpyHostToDevice);
+  for (int i = 0; i < 512 * 2; ++i) h[i] = 0x30303030u + (uint32_t(i) & 0x0f0f0f0fu);  // E4M3 scales near 1
+  cudaMemcpy(scales, h, 512 * sizeof(uint2), cudaMemcpyHostToDevice);
+
+  struct Row {
+    const char* name;
+    float ns;
+  } rows[] = {
+      {"2 WGs: RS wgmma only (4 per WG per stage)", ns_per_stage<kRsOnly, 256>(codes, scales, out, iters, sms)},
+      {"2 WGs: decode only (1 chunk per lane per stage)", ns_per_stage<kDecodeOnly, 256>(codes, scales, out, iters, sms)},
+      {"2 WGs: RS wgmma + decode (GEMM pattern)", ns_per_stage<kRsDecode, 256>(codes, scales, out, iters, sms)},
+      {"2 WGs: SS wgmma only", ns_per_stage<kSsOnly, 256>(codes, scales, out, iters, sms)},
+      {"2 WGs: SS wgmma + decode (to a checksum)", ns_per_stage<kSsDecode, 256>(codes, scales, out, iters, sms)},
+      {"roles split: WG0 RS wgmma x2, WG1 decode x2", ns_per_stage<kSplitRoles, 256>(codes, scales, out, iters, sms)},
+      {"roles split: WG1 decode x2 alone", ns_per_stage<kDecodeAloneX2, 256>(codes, scales, out, iters, sms)},
+      {"4 WGs: RS wgmma only", ns_per_stage<kRsOnly, 512>(codes, scales, out, iters, sms)},
+      {"4 WGs: decode only", ns_per_stage<kDecodeOnly, 512>(codes, scales, out, iters, sms)},
+      {"4 WGs: RS wgmma + decode", ns_per_stage<kRsDecode, 512>(codes, scales, out, iters, sms)},
+  };
+  std::printf("%-50s %10s\n", "workload (one CTA per SM)", "ns/stage");
+  for (const Row& r : rows) std::printf("%-50s %10.2f\n", r.name, r.ns);
+  std::printf("overlap test (2 WGs): max(wgmma, decode) %.2f, sum %.2f, measured %.2f\n",
+              rows[0].ns > rows[1].ns ? rows[0].ns : rows[1].ns, rows[0].ns + rows[1].ns, rows[2].ns);
+  cudaFree(codes);
+  cudaFree(scales);
+  cudaFree(out);
+  return 0;
+}
