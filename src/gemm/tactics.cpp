@@ -64,6 +64,10 @@ const std::vector<Tactic>& tactic_table() {
     // 256 weight rows x 64 tokens: half the activation bytes per weight byte of 128x64 (the
     // activation tiles are re-read from L2 by every CTA of a token tile).
     add_wgmma({{256, 64, 8}});
+    // Token tiles of 48 and 96 (session 13): a tile's tensor-core time adds to its decode time
+    // (docs/GEMM.md "Decode and wgmma do not overlap"), so M = 33..48 / 65..96 should not pay for
+    // 64 / 128 tokens.
+    add_wgmma({{128, 48, 8}, {256, 48, 8}, {128, 96, 6}, {256, 96, 6}});
     return t;
   }();
   return table;
@@ -306,7 +310,27 @@ static int mid_m_wgmma_heuristic(const GemmParams& p, int sms) {
   return -1;
 }
 
+// Session 13: a wgmma tile keeps its weight rows and stages but takes 48 / 96 tokens instead of 64 / 128
+// where M fits them (33..48, 65..96): the tensor cores' time adds to the decode's on Hopper (docs/GEMM.md
+// "Decode and wgmma do not overlap"), so the padded tokens cost real time. Same tiles, same split-K.
+static int fit_token_tile(int id, int64_t m) {
+  const Tactic* t = find_tactic(id);
+  if (t == nullptr || t->family != Family::kWgmma || t->stream_k) return id;
+  int bm = 0, stages = 0;
+  if (t->block_m == 64 && m > 32 && m <= 48) bm = 48, stages = 8;
+  else if (t->block_m == 128 && m > 64 && m <= 96) bm = 96, stages = 6;
+  if (bm == 0) return id;
+  const int fit = wgmma_id(t->block_n, bm, stages);
+  return fit >= 0 ? fit : id;
+}
+
+static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count);
+
 int heuristic_tactic(const GemmParams& p, int sm_count) {
+  return fit_token_tile(untrimmed_heuristic_tactic(p, sm_count), p.m);
+}
+
+static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count) {
   if (const int id = small_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   if (const int id = mid_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   // The dp decode family wherever its CTAs fill the GPU: up to 16 tokens, up to 32 on small layers.

@@ -66,14 +66,17 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(64, 6144, 4096), "wgmma_w4a16_128x64_s6");   // 2 splits of 32 chunks
   EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");   // 128x64: 4 splits of 16
   // ... and 256x64 when its tiles fit one wave where 128x64's need two (wide layers).
-  EXPECT_EQ(pick(48, 28672, 4096), "wgmma_w4a16_256x64_s8");
+  EXPECT_EQ(pick(48, 28672, 4096), "wgmma_w4a16_256x48_s8");  // 33..48: the 48-token tile
   EXPECT_EQ(pick(64, 28672, 4096), "wgmma_w4a16_256x64_s8");
   EXPECT_EQ(pick(64, 8192, 8192), "wgmma_w4a16_128x64_s6");
+  EXPECT_EQ(pick(40, 8192, 8192), "wgmma_w4a16_128x48_s8");
+  EXPECT_EQ(pick(33, 8192, 28672), "wgmma_w4a16_128x48_s8");
   // 65..128: 128x128 s6 with at most 2 K splits of >= 32 chunks, else the full-wave model.
   EXPECT_EQ(pick(128, 8192, 28672), "wgmma_w4a16_128x128_s6");
-  EXPECT_EQ(pick(96, 8192, 8192), "wgmma_w4a16_128x128_s6");
-  EXPECT_EQ(pick(96, 6144, 4096), "wgmma_w4a16_128x128_s6");
+  EXPECT_EQ(pick(96, 8192, 8192), "wgmma_w4a16_128x96_s6");   // 65..96: the 96-token tile
+  EXPECT_EQ(pick(96, 6144, 4096), "wgmma_w4a16_128x96_s6");
   EXPECT_EQ(pick(96, 4096, 14336), "wgmma_w4a16_128x64_s6");  // 128x128 would need 4 splits
+  EXPECT_EQ(pick(80, 28672, 4096), "wgmma_w4a16_256x96_s6");
   EXPECT_EQ(pick(128, 28672, 4096), "wgmma_w4a16_256x128_s4");
   // 129..256 with SMs to spare: 128x256 when 2 splits of >= 64 chunks fill them, else 128x128 s6.
   EXPECT_EQ(pick(192, 8192, 28672), "wgmma_w4a16_128x256_s4");

@@ -95,8 +95,8 @@ constexpr int kWgMaxGroups = 1024;  // grouped mode: tile prefix sums live in sh
 template <int BN, int BM, int S>
 struct WgCfg {
   static_assert(BN == 128 || BN == 256, "BN: 128 or 256 weight rows");
-  static_assert(BM == 8 || BM == 16 || BM == 32 || (BM % 16 == 0 && BM >= 64 && BM <= 256),
-                "BM: 8, 16, 32, or a multiple of 16 in [64, 256] tokens (N other than a power of two: the "
+  static_assert(BM == 8 || BM == 16 || BM == 32 || (BM % 16 == 0 && BM >= 48 && BM <= 256),
+                "BM: 8, 16, 32, or a multiple of 16 in [48, 256] tokens (N not in the table below: the "
                 "GmmaRS specialization comes from cute/arch/mma_sm90_gmma_ext.hpp in its TU)");
   static constexpr int kSlabs = BN / 128;        // m64 slabs per consumer warpgroup
   static constexpr int kAcc = BM / 2;            // accumulator floats per thread per slab
@@ -197,15 +197,18 @@ FP4KIT_GMMA_RS(__nv_bfloat16, 8, MMA_64x8x16_F32BF16BF16_RS)
 FP4KIT_GMMA_RS(__nv_bfloat16, 16, MMA_64x16x16_F32BF16BF16_RS)
 FP4KIT_GMMA_RS(__nv_bfloat16, 32, MMA_64x32x16_F32BF16BF16_RS)
 FP4KIT_GMMA_RS(__nv_bfloat16, 64, MMA_64x64x16_F32BF16BF16_RS)
+FP4KIT_GMMA_RS(__nv_bfloat16, 96, MMA_64x96x16_F32BF16BF16_RS)
 FP4KIT_GMMA_RS(__nv_bfloat16, 128, MMA_64x128x16_F32BF16BF16_RS)
 FP4KIT_GMMA_RS(__nv_bfloat16, 256, MMA_64x256x16_F32BF16BF16_RS)
 FP4KIT_GMMA_RS(__half, 8, MMA_64x8x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 16, MMA_64x16x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 32, MMA_64x32x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 64, MMA_64x64x16_F32F16F16_RS)
+FP4KIT_GMMA_RS(__half, 96, MMA_64x96x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 128, MMA_64x128x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 256, MMA_64x256x16_F32F16F16_RS)
-// FP4KIT_GMMA_RS stays defined: grouped_wgmma_144_160.cu adds N = 144 / 160 from CuTe's extended table.
+// FP4KIT_GMMA_RS stays defined: grouped_wgmma_144_160.cu adds N = 144 / 160 and wgmma_*_x48.cu N = 48
+// from CuTe's extended table.
 
 template <typename Op, int NA, size_t... I>
 __device__ __forceinline__ void gmma_rs_impl(const uint32_t (&a)[4], uint64_t desc, float (&acc)[NA],
