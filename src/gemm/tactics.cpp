@@ -68,6 +68,7 @@ const std::vector<Tactic>& tactic_table() {
     // (docs/GEMM.md "Decode and wgmma do not overlap"), so M = 33..48 / 65..96 should not pay for
     // 64 / 128 tokens.
     add_wgmma({{128, 48, 8}, {256, 48, 8}, {128, 96, 6}, {256, 96, 6}});
+    add_wgmma({{128, 24, 8}, {256, 24, 8}, {128, 80, 6}, {256, 80, 6}, {128, 112, 6}, {256, 112, 6}});
     return t;
   }();
   return table;
@@ -310,18 +311,21 @@ static int mid_m_wgmma_heuristic(const GemmParams& p, int sms) {
   return -1;
 }
 
-// Session 13: a wgmma tile keeps its weight rows and stages but takes 48 / 96 tokens instead of 64 / 128
-// where M fits them (33..48, 65..96): the tensor cores' time adds to the decode's on Hopper (docs/GEMM.md
+// Session 13: a wgmma tile keeps its weight rows but takes 24 / 48 / 80, 96, 112 tokens instead of 32 /
+// 64 / 128 where M fits them (17..24, 33..48, 65..112): the tensor cores' time adds to the decode's on Hopper (docs/GEMM.md
 // "Decode and wgmma do not overlap"), so the padded tokens cost real time. Same tiles, same split-K.
 static int fit_token_tile(int id, int64_t m) {
   const Tactic* t = find_tactic(id);
-  if (t == nullptr || t->family != Family::kWgmma || t->stream_k) return id;
-  int bm = 0, stages = 0;
-  if (t->block_m == 64 && m > 32 && m <= 48) bm = 48, stages = 8;
-  else if (t->block_m == 128 && m > 64 && m <= 96) bm = 96, stages = 6;
-  if (bm == 0) return id;
-  const int fit = wgmma_id(t->block_n, bm, stages);
-  return fit >= 0 ? fit : id;
+  if (t == nullptr || t->family != Family::kWgmma || t->stream_k || m > t->block_m) return id;
+  // (chosen token tile, narrower tile, its stages), narrowest first.
+  struct Fit { int from, to, stages; };
+  static constexpr Fit kFits[] = {{32, 24, 8}, {64, 48, 8}, {128, 80, 6}, {128, 96, 6}, {128, 112, 6}};
+  for (const Fit& f : kFits) {
+    if (f.from != t->block_m || m > f.to || m <= f.from / 2) continue;
+    const int fit = wgmma_id(t->block_n, f.to, f.stages);
+    if (fit >= 0) return fit;
+  }
+  return id;
 }
 
 static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count);

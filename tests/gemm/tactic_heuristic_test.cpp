@@ -56,7 +56,8 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(16, 1024, 28672), "wgmma_w4a16_128x16_s8");
   // 17..32: small token tiles; 256 rows when the K ranges stay long ...
   EXPECT_EQ(pick(32, 28672, 4096), "wgmma_w4a16_256x32_s8");
-  EXPECT_EQ(pick(17, 4096, 14336), "wgmma_w4a16_128x32_s8");
+  EXPECT_EQ(pick(17, 4096, 14336), "wgmma_w4a16_128x24_s8");  // 17..24: the 24-token tile
+  EXPECT_EQ(pick(25, 4096, 14336), "wgmma_w4a16_128x32_s8");
   // ... except on small layers (N·K <= 16 Mi): two passes of the 16-token dp tile.
   EXPECT_EQ(pick(17, 4096, 4096), "decode_dpf_m16_r32_u2");
   EXPECT_EQ(pick(32, 4096, 4096), "decode_dpf_m16_r32_u2");
@@ -76,7 +77,8 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(96, 8192, 8192), "wgmma_w4a16_128x96_s6");   // 65..96: the 96-token tile
   EXPECT_EQ(pick(96, 6144, 4096), "wgmma_w4a16_128x96_s6");
   EXPECT_EQ(pick(96, 4096, 14336), "wgmma_w4a16_128x64_s6");  // 128x128 would need 4 splits
-  EXPECT_EQ(pick(80, 28672, 4096), "wgmma_w4a16_256x96_s6");
+  EXPECT_EQ(pick(80, 28672, 4096), "wgmma_w4a16_256x80_s6");   // 65..80: 80 tokens
+  EXPECT_EQ(pick(112, 8192, 28672), "wgmma_w4a16_128x112_s6");  // 97..112: 112 tokens
   EXPECT_EQ(pick(128, 28672, 4096), "wgmma_w4a16_256x128_s4");
   // 129..256 with SMs to spare: 128x256 when 2 splits of >= 64 chunks fill them, else 128x128 s6.
   EXPECT_EQ(pick(192, 8192, 28672), "wgmma_w4a16_128x256_s4");

@@ -95,9 +95,9 @@ constexpr int kWgMaxGroups = 1024;  // grouped mode: tile prefix sums live in sh
 template <int BN, int BM, int S>
 struct WgCfg {
   static_assert(BN == 128 || BN == 256, "BN: 128 or 256 weight rows");
-  static_assert(BM == 8 || BM == 16 || BM == 32 || (BM % 16 == 0 && BM >= 48 && BM <= 256),
-                "BM: 8, 16, 32, or a multiple of 16 in [48, 256] tokens (N not in the table below: the "
-                "GmmaRS specialization comes from cute/arch/mma_sm90_gmma_ext.hpp in its TU)");
+  static_assert(BM % 8 == 0 && BM >= 8 && BM <= 256,
+                "BM: a multiple of 8 in [8, 256] tokens (N not in the table below: the GmmaRS "
+                "specialization comes from cute/arch/mma_sm90_gmma_ext.hpp in its TU)");
   static constexpr int kSlabs = BN / 128;        // m64 slabs per consumer warpgroup
   static constexpr int kAcc = BM / 2;            // accumulator floats per thread per slab
   static_assert(kSlabs * kAcc <= 128, "accumulators must fit in registers");
@@ -610,6 +610,9 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       drain();
 
       const bool partial_tile = stream_k ? nk < args.k_chunks : k_splits > 1;
+      // The host sets cluster_splits only for configs with kClusterReduce (wgmma_host.cu). No device
+      // guard for the others: a __trap() here made 256x128 s4 spill 720 B and serialize its wgmmas
+      // (ptxas C7512; 2.8x slower, session 13).
       if constexpr (!G && Cfg::kClusterReduce) {
         if (partial_tile && args.cluster_splits) {
           // Split-K inside the cluster: every split stores its accumulators into its own pipeline
@@ -723,17 +726,20 @@ __global__ void __launch_bounds__(kWgThreads, 1)
           }
           const float* a = acc[sl];
           consumer_barrier();  // every warp has read the previous pass out of the buffer
-          if constexpr (BM >= 16) {
+          // Pairs of 8-token groups with .x4, an odd last group (BM = 8, 24, 40, ...) with .x2 (its
+          // lanes 0..15 give the addresses of the group's two 8-row halves).
 #pragma unroll
-            for (int i = 0; i < BM / 8; i += 2)
-              stmatrix_x4_trans(epi + i * 8 * Cfg::kEpiRowBytes + st_off,
-                                pack_pair<T>(a[4 * i] * alpha + b0, a[4 * i + 1] * alpha + b0),
-                                pack_pair<T>(a[4 * i + 2] * alpha + b1, a[4 * i + 3] * alpha + b1),
-                                pack_pair<T>(a[4 * i + 4] * alpha + b0, a[4 * i + 5] * alpha + b0),
-                                pack_pair<T>(a[4 * i + 6] * alpha + b1, a[4 * i + 7] * alpha + b1));
-          } else {
-            stmatrix_x2_trans(epi + st_off, pack_pair<T>(a[0] * alpha + b0, a[1] * alpha + b0),
-                              pack_pair<T>(a[2] * alpha + b1, a[3] * alpha + b1));
+          for (int i = 0; i + 1 < BM / 8; i += 2)
+            stmatrix_x4_trans(epi + i * 8 * Cfg::kEpiRowBytes + st_off,
+                              pack_pair<T>(a[4 * i] * alpha + b0, a[4 * i + 1] * alpha + b0),
+                              pack_pair<T>(a[4 * i + 2] * alpha + b1, a[4 * i + 3] * alpha + b1),
+                              pack_pair<T>(a[4 * i + 4] * alpha + b0, a[4 * i + 5] * alpha + b0),
+                              pack_pair<T>(a[4 * i + 6] * alpha + b1, a[4 * i + 7] * alpha + b1));
+          if constexpr ((BM / 8) % 2 == 1) {
+            constexpr int i = BM / 8 - 1;
+            stmatrix_x2_trans(epi + i * 8 * Cfg::kEpiRowBytes + st_off,
+                              pack_pair<T>(a[4 * i] * alpha + b0, a[4 * i + 1] * alpha + b0),
+                              pack_pair<T>(a[4 * i + 2] * alpha + b1, a[4 * i + 3] * alpha + b1));
           }
           consumer_barrier();
           // Batches of up to 8 vectors (32 registers): 16 at BM = 256 spilled.
