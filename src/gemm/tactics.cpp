@@ -69,6 +69,7 @@ const std::vector<Tactic>& tactic_table() {
     // 64 / 128 tokens.
     add_wgmma({{128, 48, 8}, {256, 48, 8}, {128, 96, 6}, {256, 96, 6}});
     add_wgmma({{128, 24, 8}, {256, 24, 8}, {128, 80, 6}, {256, 80, 6}, {128, 112, 6}, {256, 112, 6}});
+    add_wgmma({{128, 144, 4}, {128, 160, 4}, {128, 192, 4}, {128, 224, 4}});
     return t;
   }();
   return table;
@@ -311,15 +312,16 @@ static int mid_m_wgmma_heuristic(const GemmParams& p, int sms) {
   return -1;
 }
 
-// Session 13: a wgmma tile keeps its weight rows but takes 24 / 48 / 80, 96, 112 tokens instead of 32 /
-// 64 / 128 where M fits them (17..24, 33..48, 65..112): the tensor cores' time adds to the decode's on Hopper (docs/GEMM.md
+// Session 13: a wgmma tile keeps its weight rows but takes 24 / 48 / 80, 96, 112 / 144, 160, 192, 224
+// tokens instead of 32 / 64 / 128 / 256 where M fits them (17..24, 33..48, 65..112, 129..224): the tensor cores' time adds to the decode's on Hopper (docs/GEMM.md
 // "Decode and wgmma do not overlap"), so the padded tokens cost real time. Same tiles, same split-K.
 static int fit_token_tile(int id, int64_t m) {
   const Tactic* t = find_tactic(id);
   if (t == nullptr || t->family != Family::kWgmma || t->stream_k || m > t->block_m) return id;
   // (chosen token tile, narrower tile, its stages), narrowest first.
   struct Fit { int from, to, stages; };
-  static constexpr Fit kFits[] = {{32, 24, 8}, {64, 48, 8}, {128, 80, 6}, {128, 96, 6}, {128, 112, 6}};
+  static constexpr Fit kFits[] = {{32, 24, 8},   {64, 48, 8},   {128, 80, 6},  {128, 96, 6},  {128, 112, 6},
+                                  {256, 144, 4}, {256, 160, 4}, {256, 192, 4}, {256, 224, 4}};
   for (const Fit& f : kFits) {
     if (f.from != t->block_m || m > f.to || m <= f.from / 2) continue;
     const int fit = wgmma_id(t->block_n, f.to, f.stages);

@@ -81,7 +81,9 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(112, 8192, 28672), "wgmma_w4a16_128x112_s6");  // 97..112: 112 tokens
   EXPECT_EQ(pick(128, 28672, 4096), "wgmma_w4a16_256x128_s4");
   // 129..256 with SMs to spare: 128x256 when 2 splits of >= 64 chunks fill them, else 128x128 s6.
-  EXPECT_EQ(pick(192, 8192, 28672), "wgmma_w4a16_128x256_s4");
+  EXPECT_EQ(pick(192, 8192, 28672), "wgmma_w4a16_128x192_s4");  // 129..224: 144 / 160 / 192 / 224 tokens
+  EXPECT_EQ(pick(150, 8192, 28672), "wgmma_w4a16_128x160_s4");
+  EXPECT_EQ(pick(240, 8192, 28672), "wgmma_w4a16_128x256_s4");
   EXPECT_EQ(pick(256, 8192, 8192), "wgmma_w4a16_128x256_s4");
   EXPECT_EQ(pick(256, 4096, 14336), "wgmma_w4a16_128x128_s6");
   EXPECT_EQ(pick(192, 6144, 4096), "wgmma_w4a16_128x128_s6");
