@@ -118,6 +118,40 @@ static int wgmma_heuristic(const GemmParams& p, int sm_count) {
   return best_id;
 }
 
+// Above 256 tokens (session 13): the same idea with the 144..224-token tiles as candidates and the
+// split-K that the dense launch applies when the tiles do not fill the SMs (wgmma_k_splits): cost =
+// waves of (tile, split) units x K chunks per unit x tile area / full-wave efficiency. Efficiencies
+// relative to 128x256 from 8192x28672, 8192x8192 and 28672x4096 at M = 4096 (H100, run 181): 224
+// 0.96, 192 0.96, 160 0.90, 144 0.84; the older candidates keep their values. The model picked the
+// measured-fastest of ten tactics at every M = 320, 384, 448, 640, 768, 1280, 4096 on those shapes
+// and 4096x14336 (e.g. 8192x28672 M = 640: 128x160 390 us vs 578 for 128x256; 4096x14336 M = 320:
+// 128x160 67 vs 108 for the previous choice, 128x128 s4, whose model ignored split-K).
+static int wide_m_wgmma_heuristic(const GemmParams& p, int sm_count) {
+  struct Cand {
+    int bn, bm, stages;
+    double eff;
+  };
+  const Cand cands[] = {{128, 256, 4, 1.0},  {256, 128, 4, 0.85}, {128, 128, 4, 0.73}, {128, 64, 6, 0.47},
+                        {128, 224, 4, 0.96}, {128, 192, 4, 0.96}, {128, 160, 4, 0.90}, {128, 144, 4, 0.84}};
+  const int sms = sm_count > 0 ? sm_count : 132;
+  const int64_t k_chunks = (p.k + 63) / 64;
+  double best = 0;
+  int best_id = -1;
+  for (const Cand& c : cands) {
+    const int id = wgmma_id(c.bn, c.bm, c.stages);
+    if (id < 0) continue;
+    const int64_t tiles = ((p.n + c.bn - 1) / c.bn) * ((p.m + c.bm - 1) / c.bm);
+    const int64_t ks = wgmma_k_splits(tiles, k_chunks, sms);
+    const int64_t waves = (tiles * ks + sms - 1) / sms;
+    const double cost = double(waves) * double((k_chunks + ks - 1) / ks) * c.bn * c.bm / c.eff;
+    if (best_id < 0 || cost < best) {
+      best = cost;
+      best_id = id;
+    }
+  }
+  return best_id;
+}
+
 static int decode_dp_id(int nt, int rows, int u) {
   for (const Tactic& t : tactic_table())
     if (t.family == Family::kDecode && t.dp && !t.frag_a && t.nt == nt && t.rows == rows && t.unroll == u) return t.id;
@@ -344,6 +378,7 @@ static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count) {
   // H100 measurements (docs/PERF.md): above 16 tokens the wgmma family's 128x64 tile already beats
   // the decode family's 32-token tiles. (W4A4 decodes A into the workspace first in both families,
   // so it follows the same rule.)
+  if (p.m > 256) return wide_m_wgmma_heuristic(p, sm_count);
   if (p.m > 16) {
     const int id = wgmma_heuristic(p, sm_count);
     if (id >= 0) return id;

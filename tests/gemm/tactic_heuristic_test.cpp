@@ -88,6 +88,15 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(256, 4096, 14336), "wgmma_w4a16_128x128_s6");
   EXPECT_EQ(pick(192, 6144, 4096), "wgmma_w4a16_128x128_s6");
   EXPECT_EQ(pick(256, 28672, 4096).rfind("wgmma_w4a16_", 0), 0u);  // full waves: the model
+  // Above 256: the split-aware model with the 144..224-token tiles (the measured-fastest of ten
+  // tactics at each of these points, H100 session 13).
+  EXPECT_EQ(pick(320, 8192, 28672), "wgmma_w4a16_128x160_s4");
+  EXPECT_EQ(pick(384, 8192, 8192), "wgmma_w4a16_128x192_s4");
+  EXPECT_EQ(pick(448, 28672, 4096), "wgmma_w4a16_128x224_s4");
+  EXPECT_EQ(pick(640, 8192, 28672), "wgmma_w4a16_128x160_s4");
+  EXPECT_EQ(pick(768, 4096, 14336), "wgmma_w4a16_128x192_s4");
+  EXPECT_EQ(pick(1280, 28672, 4096), "wgmma_w4a16_128x256_s4");
+  EXPECT_EQ(pick(4096, 8192, 28672), "wgmma_w4a16_128x256_s4");
   // Large M: full-wave tiles, no small ones.
   const std::string big = pick(4096, 8192, 8192);
   EXPECT_EQ(big.rfind("wgmma_", 0), 0u) << big;
