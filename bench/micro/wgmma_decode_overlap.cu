@@ -1,6 +1,6 @@
 // fp4kit_micro_overlap: does the register decode of NVFP4 weights overlap with wgmma on Hopper?
 //
-// One CTA per SM, 256 threads (two warpgroups, like the wgmma GEMM's consumers) or 384 / 512, runs
+// One CTA per SM, 256 threads (two warpgroups, like the wgmma GEMM's consumers) or 512, runs
 // a loop of "stages". A stage is, per warpgroup, the 4 wgmmas m64n32k16 of one 64-K stage of the
 // 128x32 GEMM tile and/or the decode of one prepacked chunk per lane (fragment_decode.cuh, exactly
 // the GEMM consumer's decode), with the GEMM's structure: wgmma batch k issued, wait_group 1,
@@ -8,8 +8,9 @@
 // combination; if wgmma and decode overlapped, "both" would take max(wgmma, decode), not the sum.
 //
 // Finding (H100, session 13, docs/GEMM.md "Decode and wgmma do not overlap"): the sum, within a few
-// per cent, in every arrangement: the same warps, different warpgroups of one CTA (roles split),
-// RS or SS wgmma, HMUL2 or integer-only or FP32 decode, 2 to 4 warpgroups.
+// per cent, in every arrangement here: the same warps, different warpgroups of one CTA (roles split),
+// RS or SS wgmma, 2 or 4 warpgroups (integer-only and FP32-multiply decodes, measured with a
+// prototype of this file, behaved the same: docs/perf/h100_2026-11-23_s13_wgmma_decode_overlap.txt).
 //
 // Usage: fp4kit_micro_overlap [iterations]   (needs an sm_90 GPU; no arguments needed)
 #include <cuda_bf16.h>
@@ -149,7 +150,12 @@ float ns_per_stage(const uint4* codes, const uint2* scales, float* out, int iter
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int iters = argc > 1 ? std::atoi(argv[1]) : (1 << 16);
+  int iters = argc > 1 ? std::atoi(argv[1]) : (1 << 16);
+  if (iters <= 0) {
+    std::fprintf(stderr, "fp4kit_micro_overlap: iterations must be positive\n");
+    return 2;
+  }
+  iters = (iters + 1) & ~1;  // the loop runs stages in pairs
   int dev = 0, major = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
       major != 9) {

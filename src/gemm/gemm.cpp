@@ -46,9 +46,12 @@ Status validate(const GemmParams& p, const char* fn) {
 
 const gemm_impl::Tactic* choose(const GemmParams& p) {
   if (p.tactic >= 0) return gemm_impl::find_tactic(p.tactic);
-  // Tuned tactic (fp4kit/tune.h: in-memory map, loaded once) if it can run this problem.
-  if (const gemm_impl::Tactic* t = gemm_impl::find_tactic(tuned_gemm_tactic(p)); t && gemm_impl::can_implement(*t, p))
-    return t;
+  // Tuned tactic (fp4kit/tune.h: in-memory map, loaded once) if it can run this problem, narrowed to
+  // the token tile that fits M (the tuner measures the bucket's M, a power of two up to 256).
+  if (const gemm_impl::Tactic* t = gemm_impl::find_tactic(tuned_gemm_tactic(p)); t && gemm_impl::can_implement(*t, p)) {
+    const gemm_impl::Tactic* fit = gemm_impl::find_tactic(gemm_impl::fit_token_tile(t->id, p.m));
+    return fit && gemm_impl::can_implement(*fit, p) ? fit : t;
+  }
   const int sms = device_info().available ? device_info().sm_count : 132;
   return gemm_impl::find_tactic(gemm_impl::heuristic_tactic(p, sms));
 }

@@ -349,7 +349,7 @@ static int mid_m_wgmma_heuristic(const GemmParams& p, int sms) {
 // Session 13: a wgmma tile keeps its weight rows but takes 24 / 48 / 80, 96, 112 / 144, 160, 192, 224
 // tokens instead of 32 / 64 / 128 / 256 where M fits them (17..24, 33..48, 65..112, 129..224): the tensor cores' time adds to the decode's on Hopper (docs/GEMM.md
 // "Decode and wgmma do not overlap"), so the padded tokens cost real time. Same tiles, same split-K.
-static int fit_token_tile(int id, int64_t m) {
+int fit_token_tile(int id, int64_t m) {
   const Tactic* t = find_tactic(id);
   if (t == nullptr || t->family != Family::kWgmma || t->stream_k || m > t->block_m) return id;
   // (chosen token tile, narrower tile, its stages), narrowest first.

@@ -97,6 +97,11 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(768, 4096, 14336), "wgmma_w4a16_128x192_s4");
   EXPECT_EQ(pick(1280, 28672, 4096), "wgmma_w4a16_128x256_s4");
   EXPECT_EQ(pick(4096, 8192, 28672), "wgmma_w4a16_128x256_s4");
+  // Boundaries of the fitted token tiles.
+  EXPECT_EQ(pick(49, 8192, 8192), "wgmma_w4a16_128x64_s6");
+  EXPECT_EQ(pick(113, 8192, 28672), "wgmma_w4a16_128x128_s6");
+  EXPECT_EQ(pick(224, 8192, 28672), "wgmma_w4a16_128x224_s4");
+  EXPECT_EQ(pick(225, 8192, 28672), "wgmma_w4a16_128x256_s4");
   // Large M: full-wave tiles, no small ones.
   const std::string big = pick(4096, 8192, 8192);
   EXPECT_EQ(big.rfind("wgmma_", 0), 0u) << big;
@@ -178,6 +183,24 @@ TEST(GroupedHeuristic, TileByRowsPerExpert) {
   EXPECT_EQ(pick_grouped(128, 3072, 8, 1536, 2048), "grouped_wgmma_256x128_s4");  // Qwen3-30B, 192 rows
   EXPECT_EQ(pick_grouped(128, 4096, 8, 1536, 2048), "grouped_wgmma_128x144_s6");  // Qwen3-30B, 256 rows: 2 x 144
   EXPECT_EQ(pick_grouped(8, 2048, 2, 28672, 4096), "grouped_wgmma_128x256_s4");   // Mixtral, 512 rows
+}
+
+// Tuned choices (power-of-two buckets) are narrowed the same way (gemm.cpp, choose()).
+TEST(GemmHeuristic, FitTokenTileNarrowsOnlyWhereATileFits) {
+  auto name = [](int id) { return find_tactic(id)->name; };
+  auto id_of = [](const std::string& n) {
+    for (const Tactic& t : tactic_table())
+      if (t.name == n) return t.id;
+    return -1;
+  };
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x256_s4"), 144)), "wgmma_w4a16_128x144_s4");
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_256x128_s4"), 100)), "wgmma_w4a16_256x112_s6");
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_256x32_s8"), 20)), "wgmma_w4a16_256x24_s8");
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x64_s6"), 64)), "wgmma_w4a16_128x64_s6");      // exact
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x64_s6"), 100)), "wgmma_w4a16_128x64_s6");     // 2 tiles
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x128_s6"), 40)), "wgmma_w4a16_128x128_s6");    // < half
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x32_s8_sk"), 20)), "wgmma_w4a16_128x32_s8_sk");  // stream-K
+  EXPECT_EQ(name(fit_token_tile(id_of("decode_dp_m8_r32_u4"), 5)), "decode_dp_m8_r32_u4");
 }
 
 TEST(TacticTables, EveryTacticIsInstantiated) {

@@ -34,7 +34,8 @@
 //    equal range per CTA (stream_k.cuh), so every SM streams the same number of chunks whatever the
 //    tile count (112 tiles of 256x32 on 8192x28672 leave 20 of 132 SMs idle without it). A tile
 //    split between CTAs is finished like a split-K tile, its partials added in CTA order.
-//  * Small token tiles (BM = 8, 16, 32: wgmma N) serve decode-sized M: the weights still stream
+//  * Small token tiles (BM = 16, 24, 32: wgmma N; any multiple of 8 up to 256 is allowed) serve
+//    decode-sized M: the weights still stream
 //    through the TMA pipeline and are decoded once per stage, and the tensor cores do no padded work
 //    beyond BM tokens.
 #pragma once
@@ -209,8 +210,8 @@ FP4KIT_GMMA_RS(__half, 96, MMA_64x96x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 128, MMA_64x128x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 192, MMA_64x192x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 256, MMA_64x256x16_F32F16F16_RS)
-// FP4KIT_GMMA_RS stays defined: grouped_wgmma_144_160.cu adds N = 144 / 160 and wgmma_*_x48.cu N = 48
-// from CuTe's extended table.
+// FP4KIT_GMMA_RS stays defined: the TUs of the other token tiles (grouped_wgmma_144_160.cu,
+// wgmma_*_x{24,48,80,112}.cu, wgmma_*_x144_224.cu) add their N from CuTe's extended table.
 
 template <typename Op, int NA, size_t... I>
 __device__ __forceinline__ void gmma_rs_impl(const uint32_t (&a)[4], uint64_t desc, float (&acc)[NA],
