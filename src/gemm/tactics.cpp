@@ -342,6 +342,13 @@ static int mid_m_wgmma_heuristic(const GemmParams& p, int sms) {
   const int64_t n128 = (p.n + 127) / 128;
   if (n128 < sms && wgmma_k_splits(n128, k_chunks, sms) <= 2 && wgmma_chunks_per_unit(p, 128, 256, sms) >= 64)
     return wgmma_id(128, 256, 4);
+  // Session 13: up to 224 tokens one fitted tile (128 x 144..224, heuristic_tactic narrows this
+  // 128x256) also pays with shorter K ranges, as long as the split stays a cluster of 2 (H100 graph
+  // us, 6144x4096 M = 144 / 160 / 192 / 224: 20.2 / 20.8 / 22.8 / 26.0 vs 28.6 / 27.4 / 27.0 / 26.8 for
+  // 128x128 s6). With 4 splits (4096x4096, 4096x14336: 32 tiles) 128x128 s6 stays faster (down M =
+  // 144: 48.8..50.9 vs 55.9 for 128x144; o 26.1 vs 34.4), 4-CTA clusters not all fitting.
+  if (p.m <= 224 && n128 < sms && wgmma_k_splits(n128, k_chunks, sms) <= 2 && wgmma_chunks_per_unit(p, 128, 256, sms) >= 16)
+    return wgmma_id(128, 256, 4);
   if (n128 * ((p.m + 127) / 128) <= sms) return wgmma_id(128, 128, 6);
   return -1;
 }

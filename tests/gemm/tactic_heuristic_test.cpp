@@ -86,7 +86,10 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(240, 8192, 28672), "wgmma_w4a16_128x256_s4");
   EXPECT_EQ(pick(256, 8192, 8192), "wgmma_w4a16_128x256_s4");
   EXPECT_EQ(pick(256, 4096, 14336), "wgmma_w4a16_128x128_s6");
-  EXPECT_EQ(pick(192, 6144, 4096), "wgmma_w4a16_128x128_s6");
+  EXPECT_EQ(pick(192, 6144, 4096), "wgmma_w4a16_128x192_s4");   // up to 224: one fitted tile, 2 splits
+  EXPECT_EQ(pick(256, 6144, 4096), "wgmma_w4a16_128x128_s6");
+  EXPECT_EQ(pick(160, 4096, 14336), "wgmma_w4a16_128x128_s6");   // 4 splits: two 128-token tiles
+  EXPECT_EQ(pick(144, 4096, 4096), "wgmma_w4a16_128x128_s6");
   EXPECT_EQ(pick(256, 28672, 4096).rfind("wgmma_w4a16_", 0), 0u);  // full waves: the model
   // Above 256: the split-aware model with the 144..224-token tiles (the measured-fastest of ten
   // tactics at each of these points, H100 session 13).
