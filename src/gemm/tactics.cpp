@@ -95,55 +95,38 @@ static int wgmma_id(int block_n, int block_m, int stages) {
 
 // Large-M tile choice: the fewest waves of padded tile area, weighted by each tile's measured
 // full-wave efficiency (smaller tiles reload more operand bytes and decode more per FLOP).
-static int wgmma_heuristic(const GemmParams& p, int sm_count) {
-  struct Cand {
-    int bn, bm, stages;
-    double eff;
-  };
-  // Relative throughput of full waves measured on H100 (m=4096 n=8192 k=8192: 862, 728, 626 and
-  // 398 TFLOPS for 128x256, 256x128, 128x128 and 128x64).
-  const Cand cands[] = {{128, 256, 4, 1.0}, {256, 128, 4, 0.85}, {128, 128, 4, 0.73}, {128, 64, 6, 0.47}};
-  const int sms = sm_count > 0 ? sm_count : 132;
-  double best = 0;
-  int best_id = -1;
-  for (const Cand& c : cands) {
-    const int64_t tiles = ((p.n + c.bn - 1) / c.bn) * ((p.m + c.bm - 1) / c.bm);
-    const int64_t waves = (tiles + sms - 1) / sms;
-    const double cost = double(waves) * c.bn * c.bm / c.eff;
-    if (best_id < 0 || cost < best) {
-      best = cost;
-      best_id = wgmma_id(c.bn, c.bm, c.stages);
-    }
-  }
-  return best_id;
-}
+struct WaveCand {
+  int bn, bm, stages;
+  double eff;
+};
+// Relative throughput of full waves measured on H100 (m=4096 n=8192 k=8192: 862, 728, 626 and
+// 398 TFLOPS for 128x256, 256x128, 128x128 and 128x64).
+constexpr WaveCand kWaveCands[] = {{128, 256, 4, 1.0}, {256, 128, 4, 0.85}, {128, 128, 4, 0.73}, {128, 64, 6, 0.47}};
+// Above 256 tokens (session 13) the 144..224-token tiles join, and the cost counts the split-K that
+// the dense launch applies when the tiles do not fill the SMs (wgmma_k_splits): waves of (tile,
+// split) units x K chunks per unit x tile area / efficiency. Efficiencies relative to 128x256 from
+// 8192x28672, 8192x8192 and 28672x4096 at M = 4096 (H100, run 181): 224 0.96, 192 0.96, 160 0.90, 144
+// 0.84. This model picked the measured-fastest of ten tactics at every M = 320, 384, 448, 640, 768,
+// 1280, 4096 on those shapes and 4096x14336 (e.g. 8192x28672 M = 640: 128x160 390 us vs 578 for
+// 128x256; 4096x14336 M = 320: 128x160 67 vs 108 for the split-blind model's 128x128 s4).
+constexpr WaveCand kWideWaveCands[] = {{128, 256, 4, 1.0},  {256, 128, 4, 0.85}, {128, 128, 4, 0.73},
+                                       {128, 64, 6, 0.47},  {128, 224, 4, 0.96}, {128, 192, 4, 0.96},
+                                       {128, 160, 4, 0.90}, {128, 144, 4, 0.84}};
 
-// Above 256 tokens (session 13): the same idea with the 144..224-token tiles as candidates and the
-// split-K that the dense launch applies when the tiles do not fill the SMs (wgmma_k_splits): cost =
-// waves of (tile, split) units x K chunks per unit x tile area / full-wave efficiency. Efficiencies
-// relative to 128x256 from 8192x28672, 8192x8192 and 28672x4096 at M = 4096 (H100, run 181): 224
-// 0.96, 192 0.96, 160 0.90, 144 0.84; the older candidates keep their values. The model picked the
-// measured-fastest of ten tactics at every M = 320, 384, 448, 640, 768, 1280, 4096 on those shapes
-// and 4096x14336 (e.g. 8192x28672 M = 640: 128x160 390 us vs 578 for 128x256; 4096x14336 M = 320:
-// 128x160 67 vs 108 for the previous choice, 128x128 s4, whose model ignored split-K).
-static int wide_m_wgmma_heuristic(const GemmParams& p, int sm_count) {
-  struct Cand {
-    int bn, bm, stages;
-    double eff;
-  };
-  const Cand cands[] = {{128, 256, 4, 1.0},  {256, 128, 4, 0.85}, {128, 128, 4, 0.73}, {128, 64, 6, 0.47},
-                        {128, 224, 4, 0.96}, {128, 192, 4, 0.96}, {128, 160, 4, 0.90}, {128, 144, 4, 0.84}};
+template <size_t N>
+static int wave_model_tactic(const GemmParams& p, int sm_count, const WaveCand (&cands)[N], bool count_splits) {
   const int sms = sm_count > 0 ? sm_count : 132;
   const int64_t k_chunks = (p.k + 63) / 64;
   double best = 0;
   int best_id = -1;
-  for (const Cand& c : cands) {
+  for (const WaveCand& c : cands) {
     const int id = wgmma_id(c.bn, c.bm, c.stages);
     if (id < 0) continue;
     const int64_t tiles = ((p.n + c.bn - 1) / c.bn) * ((p.m + c.bm - 1) / c.bm);
-    const int64_t ks = wgmma_k_splits(tiles, k_chunks, sms);
+    const int64_t ks = count_splits ? wgmma_k_splits(tiles, k_chunks, sms) : 1;
     const int64_t waves = (tiles * ks + sms - 1) / sms;
-    const double cost = double(waves) * double((k_chunks + ks - 1) / ks) * c.bn * c.bm / c.eff;
+    const double unit_chunks = count_splits ? double((k_chunks + ks - 1) / ks) : 1.0;
+    const double cost = double(waves) * unit_chunks * c.bn * c.bm / c.eff;
     if (best_id < 0 || cost < best) {
       best = cost;
       best_id = id;
@@ -289,7 +272,7 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
 //    (session 12: 28672x4096 M=64 36.4 vs 40.6 us).
 //  * 65..128: 128x128 s6 when its tiles fit one wave with at most 2 K splits of >= 32 chunks
 //    (session 12, M = 96 / 128: 8192x8192 30.3 / 31.0 vs 39.6 / 38.9 us for 128x64, 6144x4096 18.9
-//    / 19.0 vs 21.0 / 21.0), else the full-wave model (wgmma_heuristic: 128x64 on 4096x4096 and
+//    / 19.0 vs 21.0 / 21.0), else the full-wave model (wave_model_tactic: 128x64 on 4096x4096 and
 //    4096x14336, whose 128x128 tiles would need 4 splits).
 //  * 129..256 on layers whose tiles leave SMs free (split-K regime): 128x256 when at most 2 K
 //    splits of >= 64 chunks cover the SMs, else 128x128 s6 (session 12, M = 192 / 256: 8192x28672
@@ -358,15 +341,15 @@ static int mid_m_wgmma_heuristic(const GemmParams& p, int sms) {
 // "Decode and wgmma do not overlap"), so the padded tokens cost real time. Same tiles, same split-K.
 int fit_token_tile(int id, int64_t m) {
   const Tactic* t = find_tactic(id);
-  if (t == nullptr || t->family != Family::kWgmma || t->stream_k || m > t->block_m) return id;
-  // (chosen token tile, narrower tile, its stages), narrowest first.
-  struct Fit { int from, to, stages; };
-  static constexpr Fit kFits[] = {{32, 24, 8},   {64, 48, 8},   {128, 80, 6},  {128, 96, 6},  {128, 112, 6},
-                                  {256, 144, 4}, {256, 160, 4}, {256, 192, 4}, {256, 224, 4}};
+  if (t == nullptr || t->family != Family::kWgmma || t->stream_k || m > t->block_m || m <= t->block_m / 2) return id;
+  // Narrower token tiles of each chosen one, narrowest first (each instantiated with one stage count).
+  struct Fit { int from, to; };
+  static constexpr Fit kFits[] = {{32, 24}, {64, 48}, {128, 80}, {128, 96}, {128, 112},
+                                  {256, 144}, {256, 160}, {256, 192}, {256, 224}};
   for (const Fit& f : kFits) {
-    if (f.from != t->block_m || m > f.to || m <= f.from / 2) continue;
-    const int fit = wgmma_id(t->block_n, f.to, f.stages);
-    if (fit >= 0) return fit;
+    if (f.from != t->block_m || m > f.to) continue;
+    for (const Tactic& c : tactic_table())
+      if (c.family == Family::kWgmma && !c.stream_k && c.block_n == t->block_n && c.block_m == f.to) return c.id;
   }
   return id;
 }
@@ -385,9 +368,9 @@ static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count) {
   // H100 measurements (docs/PERF.md): above 16 tokens the wgmma family's 128x64 tile already beats
   // the decode family's 32-token tiles. (W4A4 decodes A into the workspace first in both families,
   // so it follows the same rule.)
-  if (p.m > 256) return wide_m_wgmma_heuristic(p, sm_count);
+  if (p.m > 256) return wave_model_tactic(p, sm_count, kWideWaveCands, true);
   if (p.m > 16) {
-    const int id = wgmma_heuristic(p, sm_count);
+    const int id = wave_model_tactic(p, sm_count, kWaveCands, false);
     if (id >= 0) return id;
   }
   // Few row blocks (narrow layers): stream-K over warps. Two row tiles per warp halve the

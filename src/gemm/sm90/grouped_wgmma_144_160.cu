@@ -3,13 +3,9 @@
 // extended GMMA table, included only here (it is large).
 #include "gemm/sm90/wgmma_launch.cuh"
 
-#include <cute/arch/mma_sm90_gmma_ext.hpp>
+#include "gemm/sm90/gmma_rs_ext.cuh"
 
 namespace fp4kit::gemm_impl::sm90 {
-FP4KIT_GMMA_RS(__nv_bfloat16, 144, MMA_64x144x16_F32BF16BF16_RS)
-FP4KIT_GMMA_RS(__nv_bfloat16, 160, MMA_64x160x16_F32BF16BF16_RS)
-FP4KIT_GMMA_RS(__half, 144, MMA_64x144x16_F32F16F16_RS)
-FP4KIT_GMMA_RS(__half, 160, MMA_64x160x16_F32F16F16_RS)
 template WgmmaKernel grouped_wgmma_kernel_instance<__nv_bfloat16, 128, 144, 6>();
 template WgmmaKernel grouped_wgmma_kernel_instance<__nv_bfloat16, 128, 160, 6>();
 template WgmmaKernel grouped_wgmma_kernel_instance<__half, 128, 144, 6>();

@@ -2,10 +2,9 @@
 // without the tensor-core work of a 64-token tile (docs/GEMM.md "Token tiles that fit M").
 #include "gemm/sm90/wgmma_launch.cuh"
 
-#include <cute/arch/mma_sm90_gmma_ext.hpp>
+#include "gemm/sm90/gmma_rs_ext.cuh"
 
 namespace fp4kit::gemm_impl::sm90 {
-FP4KIT_GMMA_RS(__half, 48, MMA_64x48x16_F32F16F16_RS)
 template WgmmaKernel wgmma_kernel_instance<__half, 128, 48, 8>();
 template WgmmaKernel wgmma_kernel_instance<__half, 256, 48, 8>();
 }  // namespace fp4kit::gemm_impl::sm90

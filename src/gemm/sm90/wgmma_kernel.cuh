@@ -97,8 +97,8 @@ template <int BN, int BM, int S>
 struct WgCfg {
   static_assert(BN == 128 || BN == 256, "BN: 128 or 256 weight rows");
   static_assert(BM % 8 == 0 && BM >= 8 && BM <= 256,
-                "BM: a multiple of 8 in [8, 256] tokens (N not in the table below: the GmmaRS "
-                "specialization comes from cute/arch/mma_sm90_gmma_ext.hpp in its TU)");
+                "BM: a multiple of 8 in [8, 256] tokens (N not in the table below: its GmmaRS "
+                "specialization comes from gmma_rs_ext.cuh, included by its TU)");
   static constexpr int kSlabs = BN / 128;        // m64 slabs per consumer warpgroup
   static constexpr int kAcc = BM / 2;            // accumulator floats per thread per slab
   static_assert(kSlabs * kAcc <= 128, "accumulators must fit in registers");
@@ -210,8 +210,8 @@ FP4KIT_GMMA_RS(__half, 96, MMA_64x96x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 128, MMA_64x128x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 192, MMA_64x192x16_F32F16F16_RS)
 FP4KIT_GMMA_RS(__half, 256, MMA_64x256x16_F32F16F16_RS)
-// FP4KIT_GMMA_RS stays defined: the TUs of the other token tiles (grouped_wgmma_144_160.cu,
-// wgmma_*_x{24,48,80,112}.cu, wgmma_*_x144_224.cu) add their N from CuTe's extended table.
+// FP4KIT_GMMA_RS stays defined: gmma_rs_ext.cuh adds the widths of CuTe's extended table, included
+// only by the translation units that instantiate them.
 
 template <typename Op, int NA, size_t... I>
 __device__ __forceinline__ void gmma_rs_impl(const uint32_t (&a)[4], uint64_t desc, float (&acc)[NA],
