@@ -63,6 +63,8 @@ reference of the whole layer (reference::fused_moe). Details: docs/MOE.md.
                        per token uniformly; skewed draws them with Zipf popularity 1/rank^S
   --zipf S             the skew exponent (default 1.2)
   --graph              also time CUDA-graph replay (graph_us)
+  --pdl                MoeParams::enable_pdl on the timed calls (back-to-back layers overlap their
+                       launch gaps; the graph_us of a model's stream of layers)
   --no-baseline        skip the cuBLASLt BF16 rows
   --no-check           skip the CPU-reference checks
   --check-max-t N      check the points with T <= N (default 16)
@@ -113,6 +115,8 @@ bool read_moe_option(MoeBenchOptions& o, OptionReader& r, const std::string& a) 
     if (r.value_count(&iv, 0)) o.check_max_t = iv;
   } else if (a == "--no-reduced-check") {
     o.reduced_check = false;
+  } else if (a == "--pdl") {
+    o.pdl = true;
   } else if (a == "--fc1-tactic" || a == "--fc2-tactic") {
     // -1 (heuristic) or a grouped tactic id; fused_moe reports ids it cannot run.
     if (r.value(&s)) {
@@ -521,6 +525,7 @@ MoeParams MoeBench::moe_params(const Layer& L, int mode, int64_t T, const Routin
   p.fc2_act_global = L.d_gs2.as<float>();
   p.output = out;
   p.check_expert_ids = false;
+  p.enable_pdl = opt_.pdl;
   p.fc1_tactic = opt_.fc1_tactic;
   p.fc2_tactic = opt_.fc2_tactic;
   p.path = opt_.path;

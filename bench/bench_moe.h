@@ -25,6 +25,7 @@ struct MoeBenchOptions {
   double zipf_s = 1.2;                   // --zipf S: skewed popularity ~ 1 / rank^S
   bool baseline = true;                  // --no-baseline: skip the cuBLASLt BF16 rows
   bool graph = false;                    // --graph: also time CUDA-graph replay (graph_us)
+  bool pdl = false;                      // --pdl: MoeParams::enable_pdl on the timed calls
   bool check = true;                     // --no-check: skip the CPU-reference checks
   int64_t check_max_t = 16;              // --check-max-t: points with T <= this are checked
   bool reduced_check = true;             // --no-reduced-check: skip the large-T reduced variants
@@ -48,7 +49,7 @@ std::vector<int64_t> quick_moe_bench_t();    // 1, 16, 4096
 
 // Parses `fp4kit bench moe` arguments (argv without the subcommand words):
 //   --preset LIST|all --t LIST --quick --mode w4a16|w4a4|both --routing uniform|skewed|both --zipf S
-//   --graph --no-baseline --no-check --check-max-t N --no-reduced-check --max-rel-err X --csv
+//   --graph --pdl --no-baseline --no-check --check-max-t N --no-reduced-check --max-rel-err X --csv
 //   --markdown --output FILE --warmup N --reps N --target-ms X --seed N --fc1-tactic ID --fc2-tactic ID
 //   --path auto|pipeline|per-entry --verbose --help
 // --preset: comma-separated preset names, "all", or HxExKxI (e.g. 2048x64x4x512).

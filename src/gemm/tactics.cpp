@@ -153,6 +153,12 @@ int64_t dp_warps_per_row_block(int64_t k_chunks) {
   return kw;
 }
 
+int decode_l2_prefetch_chunks(const Tactic& t, DType a_dtype, bool enable_pdl) {
+  if (t.family != Family::kDecode || !t.dp) return 0;
+  if (t.frag_a) return t.nt == 1 ? 8 : 0;
+  return a_dtype == DType::kE2M1x2 && enable_pdl ? 8 : 0;
+}
+
 int64_t dense_dp_warps_per_row_block(int64_t row_blocks, int64_t k_chunks, int sms) {
   int64_t kw = dp_warps_per_row_block(k_chunks);
   const int64_t min_ctas = 3 * int64_t(sms > 0 ? sms : 132) / 2;

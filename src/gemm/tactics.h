@@ -62,6 +62,14 @@ int64_t dp_warps_per_row_block(int64_t k_chunks);
 // 28.6 / 26.5 / 24.4 us; every other bench layer keeps kw).
 int64_t dense_dp_warps_per_row_block(int64_t row_blocks, int64_t k_chunks, int sms);
 
+// Chunks of each row tile, after its first load group, that a dense dp decode warp asks L2 to
+// prefetch before its PDL wait (decode_dp_kernel; 0: none). Only where the GEMM waits for a
+// staging kernel of our own, during which HBM would otherwise idle: W4A4 behind stage_activations
+// (with enable_pdl), and the 8-token fragment-order tiles behind arrange_activations (always PDL).
+// H100: W4A4 M = 1..4 1-9 % (session 6); dpf m8 (M = 6..8) 1.5-8 % in W4A16 and W4A4, while the
+// 16-token dpf tiles lost up to 4 % with it (session 14).
+int decode_l2_prefetch_chunks(const Tactic& t, DType a_dtype, bool enable_pdl);
+
 // Warps per row block (1, 2, 4 or 8) of the grouped dp decode kernel, from a model of its three
 // losses: the last wave (CTAs just above a multiple of the resident slots), the ramp of short
 // per-warp streams (each warp's range costs about 1.5 load groups of latency), and SMs left with

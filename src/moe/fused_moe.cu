@@ -377,6 +377,9 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
       fd.row_token = row_expert;
     }
     pa.publish_before_trigger = true;
+    // MoeParams::enable_pdl: the permutation (this path's first kernel) launches early and waits.
+    // Not on the pipeline path, where it measured slower (H100 session 14: W4A4 T = 4 +2..4 %).
+    pa.pdl = p.enable_pdl && !p.check_expert_ids;
     pa.clear = sync;
     pa.clear_words = int(moe_impl::fused_decode_sync_words(fd.slots, d.hidden, d.inter, fd.fc1_parts));
     FP4KIT_RETURN_IF_ERROR(moe_impl::launch_permute_gather_fused(pa, ga, sms, stream));

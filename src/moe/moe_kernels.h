@@ -86,6 +86,10 @@ struct PermuteArgs {
   // Fused path: words block 0 sets to zero (the fused-decode kernel's counters, fused_decode.h).
   int32_t* clear = nullptr;
   int clear_words = 0;
+  // Fused path: launched with programmatic stream serialization (MoeParams::enable_pdl): the kernel
+  // then starts while the previous kernel in the stream finishes and waits for it before it reads or
+  // writes global memory.
+  bool pdl = false;
 };
 
 struct GatherArgs {

@@ -226,6 +226,7 @@ __device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, ui
 // 15.6 -> 15.8 (8 x 32 CTAs x 2048: the extra launch costs more than the staging it saves).
 template <bool kBF16, GatherMode kMode>
 __global__ void __launch_bounds__(kThreads) per_entry_stage_x_kernel(const PerEntryArgs a, uint16_t* xq) {
+  quant::pdl_wait();  // first kernel of the layer with MoeParams::enable_pdl (a no-op otherwise)
   const int r = blockIdx.x;
   int t = r, le = 0;
   if (a.per_expert) {
@@ -250,6 +251,9 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc1_kernel(const PerEnt
   // Kernel B may be scheduled as soon as every CTA of this grid got here (it waits for this grid's
   // completion before reading h).
   quant::pdl_launch_dependents();
+  // First kernel of the layer with MoeParams::enable_pdl: the previous kernel may still read h and
+  // write the routing and x (a no-op otherwise, and after per_entry_stage_x_kernel).
+  quant::pdl_wait();
   if (a.error_flag != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x < 32) check_ids(a);
 
   const int entry = blockIdx.y;
@@ -448,21 +452,26 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
 }
 
 // ---- launchers --------------------------------------------------------------------------------------------
+// `pdl`: the layer's first kernel (the staging one if it runs, else A) is launched with
+// programmatic stream serialization (MoeParams::enable_pdl).
 template <bool kBF16, GatherMode kMode>
-Status launch_fc1(PerEntryArgs a, uint16_t* xq, cudaStream_t stream) {
+Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, cudaStream_t stream) {
   if constexpr (kMode != GatherMode::kCopy) {
     const int64_t staging = int64_t(a.tokens) * a.top_k * (a.inter / 16) * a.hidden;
     if (staging >= kPrestageMinWork) {
       const int rows = a.per_expert ? a.tokens * a.top_k : a.tokens;
-      per_entry_stage_x_kernel<kBF16, kMode><<<rows, kThreads, 0, stream>>>(a, xq);
-      FP4KIT_RETURN_IF_ERROR(detail::last_launch_status("fused_moe: per_entry_stage_x_kernel"));
+      FP4KIT_CUDA_RETURN(quant::launch_kernel(per_entry_stage_x_kernel<kBF16, kMode>, dim3(unsigned(rows)),
+                                              dim3(kThreads), 0, stream, pdl, a, xq),
+                         "fused_moe: per_entry_stage_x_kernel");
       a.xq = xq;
+      pdl = false;
     }
   }
   const dim3 grid(unsigned(a.inter / 16), unsigned(a.tokens * a.top_k));
   const size_t smem = size_t(a.hidden) * 2;  // <= 32 KB (kPerEntryMaxHidden)
-  per_entry_fc1_kernel<kBF16, kMode><<<grid, kThreads, smem, stream>>>(a);
-  return detail::last_launch_status("fused_moe: per_entry_fc1_kernel");
+  return detail::cuda_status(
+      quant::launch_kernel(per_entry_fc1_kernel<kBF16, kMode>, grid, dim3(kThreads), smem, stream, pdl, a),
+      "fused_moe: per_entry_fc1_kernel");
 }
 
 template <bool kBF16>
@@ -474,11 +483,11 @@ Status launch_fc2(const PerEntryArgs& a, bool pdl, cudaStream_t stream) {
 }
 
 template <bool kBF16>
-Status launch_fc1_mode(const PerEntryArgs& a, GatherMode mode, uint16_t* xq, cudaStream_t stream) {
+Status launch_fc1_mode(const PerEntryArgs& a, GatherMode mode, uint16_t* xq, bool pdl, cudaStream_t stream) {
   switch (mode) {
-    case GatherMode::kCopy: return launch_fc1<kBF16, GatherMode::kCopy>(a, xq, stream);
-    case GatherMode::kQuantize: return launch_fc1<kBF16, GatherMode::kQuantize>(a, xq, stream);
-    case GatherMode::kDecode: return launch_fc1<kBF16, GatherMode::kDecode>(a, xq, stream);
+    case GatherMode::kCopy: return launch_fc1<kBF16, GatherMode::kCopy>(a, xq, pdl, stream);
+    case GatherMode::kQuantize: return launch_fc1<kBF16, GatherMode::kQuantize>(a, xq, pdl, stream);
+    case GatherMode::kDecode: return launch_fc1<kBF16, GatherMode::kDecode>(a, xq, pdl, stream);
   }
   return Status(StatusCode::kInternal, "fused_moe: per-entry path: unknown input mode");
 }
@@ -532,7 +541,9 @@ Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void
                           : p.input_dtype == DType::kE2M1x2 ? GatherMode::kDecode
                                                             : GatherMode::kQuantize;
   uint16_t* xq16 = static_cast<uint16_t*>(xq);
-  FP4KIT_RETURN_IF_ERROR(bf16 ? launch_fc1_mode<true>(a, mode, xq16, stream) : launch_fc1_mode<false>(a, mode, xq16, stream));
+  const bool first_pdl = p.enable_pdl && !check;
+  FP4KIT_RETURN_IF_ERROR(bf16 ? launch_fc1_mode<true>(a, mode, xq16, first_pdl, stream)
+                              : launch_fc1_mode<false>(a, mode, xq16, first_pdl, stream));
 
   if (check) {
     int32_t flag = 0;

@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "common/cuda_check.h"
+#include "common/launch_kernel.h"
 #include "format/scale_layout.h"
 #include "moe/moe_device.cuh"
 #include "quant/quant_common.cuh"  // pdl_launch_dependents
@@ -247,6 +248,9 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
   const bool publish = blockIdx.x == 0;
   const bool late_trigger = publish && a.publish_before_trigger;
   if (!late_trigger) quant::pdl_launch_dependents();
+  // Launched with PDL (MoeParams::enable_pdl): the previous kernel may still read the workspace and
+  // write the routing; nothing global is touched before this (a no-op otherwise).
+  quant::pdl_wait();
   const int span = span_for(n, kPermuteWarps);
   const int nw = ceil_div_i(n, span);
   for (int i = tid; i < nw * e_local; i += kPermuteThreads) table[i] = 0;
@@ -448,8 +452,9 @@ Status dispatch_gather(const GatherArgs& g, auto&&... args) {
 template <bool kBF16, GatherMode kMode>
 struct FusedLauncher {
   static Status run(const PermuteArgs& a, const GatherArgs& g, int blocks, cudaStream_t stream) {
-    permute_gather_fused_kernel<kBF16, kMode><<<blocks, kPermuteThreads, 0, stream>>>(a, g);
-    return detail::last_launch_status("fused_moe: permute_gather_fused_kernel");
+    return detail::cuda_status(launch_kernel(permute_gather_fused_kernel<kBF16, kMode>, dim3(unsigned(blocks)),
+                                             dim3(kPermuteThreads), 0, stream, a.pdl, a, g),
+                               "fused_moe: permute_gather_fused_kernel");
   }
 };
 

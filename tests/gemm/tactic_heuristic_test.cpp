@@ -124,6 +124,33 @@ TEST(DenseDpSchedule, LongerStreamsOnlyForVeryWideShortKLayers) {
 
 // The grouped dp warps-per-row-block model against the H100 MoE sweeps of session 5 (docs/PERF.md):
 // the measured best kw of FC1 / FC2 at T = 8 and 16 (k = 8, 3 CTAs/SM, 4-chunk load groups).
+// The L2 prefetch before the PDL wait goes only to dp decode warps that wait for a staging kernel of
+// ours: W4A4 behind stage_activations (with PDL), and the 8-token fragment-order tiles.
+TEST(DecodeL2Prefetch, OnlyBehindOurOwnStagingKernel) {
+  int seen_m8 = 0, seen_m16 = 0;
+  for (const Tactic& t : tactic_table()) {
+    const int w4a16 = decode_l2_prefetch_chunks(t, DType::kBF16, true);
+    const int w4a4 = decode_l2_prefetch_chunks(t, DType::kE2M1x2, true);
+    const int w4a4_no_pdl = decode_l2_prefetch_chunks(t, DType::kE2M1x2, false);
+    SCOPED_TRACE(t.name);
+    if (t.family != Family::kDecode || !t.dp) {
+      EXPECT_EQ(w4a16 + w4a4 + w4a4_no_pdl, 0);
+    } else if (t.frag_a) {
+      const int want = t.nt == 1 ? 8 : 0;  // 16-token tiles lost with it (docs/PERF.md session 14)
+      EXPECT_EQ(w4a16, want);
+      EXPECT_EQ(w4a4, want);
+      EXPECT_EQ(w4a4_no_pdl, want);  // the arrangement kernel always runs the GEMM under PDL
+      (t.nt == 1 ? seen_m8 : seen_m16) += 1;
+    } else {
+      EXPECT_EQ(w4a16, 0);
+      EXPECT_EQ(w4a4, 8);
+      EXPECT_EQ(w4a4_no_pdl, 0);
+    }
+  }
+  EXPECT_GT(seen_m8, 0);
+  EXPECT_GT(seen_m16, 0);
+}
+
 TEST(GroupedDpSchedule, PicksTheMeasuredBestWarpsPerRowBlock) {
   auto kw = [](int64_t experts, int64_t t, int64_t n, int64_t k) {
     return grouped_dp_warps_per_row_block(experts, t * 8, (n + 31) / 32, (k + 63) / 64, 4, kSms, 3);
