@@ -66,7 +66,7 @@ int64_t dense_dp_warps_per_row_block(int64_t row_blocks, int64_t k_chunks, int s
 // prefetch before its PDL wait (decode_dp_kernel; 0: none). Only where the GEMM waits for a
 // staging kernel of our own, during which HBM would otherwise idle: W4A4 behind stage_activations
 // (with enable_pdl), and the 8-token fragment-order tiles behind arrange_activations (always PDL).
-// H100: W4A4 M = 1..4 1-9 % (session 6); dpf m8 (M = 6..8) 1.5-8 % in W4A16 and W4A4, while the
+// H100: W4A4 M = 1..4 1-9 % (session 6); dpf m8 (M = 6..8) 0-8 % in W4A16 and W4A4, while the
 // 16-token dpf tiles lost up to 4 % with it (session 14).
 int decode_l2_prefetch_chunks(const Tactic& t, DType a_dtype, bool enable_pdl);
 

@@ -248,12 +248,13 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc1_kernel(const PerEnt
   using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
   extern __shared__ uint4 x_smem[];  // [H] 16-bit
   __shared__ float part[kWarps][2][16];
+  // First kernel of the layer with MoeParams::enable_pdl: the previous kernel may still read h and
+  // write the routing and x (a no-op otherwise, and after per_entry_stage_x_kernel). Waiting BEFORE
+  // the trigger matters: kernel B reads the routing before its own wait.
+  quant::pdl_wait();
   // Kernel B may be scheduled as soon as every CTA of this grid got here (it waits for this grid's
   // completion before reading h).
   quant::pdl_launch_dependents();
-  // First kernel of the layer with MoeParams::enable_pdl: the previous kernel may still read h and
-  // write the routing and x (a no-op otherwise, and after per_entry_stage_x_kernel).
-  quant::pdl_wait();
   if (a.error_flag != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x < 32) check_ids(a);
 
   const int entry = blockIdx.y;
@@ -390,7 +391,8 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
   __shared__ uint4 h_smem[kWarps][kUB * 8];  // per warp: one group's h (kUB chunks x 128 bytes)
   const int t = blockIdx.y;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  // Routing and weights are not written by kernel A: read before griddepcontrol.wait.
+  // Routing and weights are not written by kernel A: read before griddepcontrol.wait (A triggers this
+  // launch only after its own wait, so the kernel before the layer has completed too).
   if (warp == 0) {
     int le = -1;
     if (lane < a.top_k) le = local_expert(a, __ldg(a.selected + int64_t(t) * a.top_k + lane));

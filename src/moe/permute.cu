@@ -247,10 +247,11 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
   const int n = a.n, e_local = a.e_local;
   const bool publish = blockIdx.x == 0;
   const bool late_trigger = publish && a.publish_before_trigger;
-  if (!late_trigger) quant::pdl_launch_dependents();
   // Launched with PDL (MoeParams::enable_pdl): the previous kernel may still read the workspace and
-  // write the routing; nothing global is touched before this (a no-op otherwise).
+  // write the routing; nothing global is touched before this (a no-op otherwise), and nothing is
+  // triggered before it (the dependents read the routing-derived lists early).
   quant::pdl_wait();
+  if (!late_trigger) quant::pdl_launch_dependents();
   const int span = span_for(n, kPermuteWarps);
   const int nw = ceil_div_i(n, span);
   for (int i = tid; i < nw * e_local; i += kPermuteThreads) table[i] = 0;

@@ -122,8 +122,6 @@ TEST(DenseDpSchedule, LongerStreamsOnlyForVeryWideShortKLayers) {
   EXPECT_EQ(dense_dp_warps_per_row_block(64, 512 / 64, kSms), 1);            // K-only rule: 8 chunks
 }
 
-// The grouped dp warps-per-row-block model against the H100 MoE sweeps of session 5 (docs/PERF.md):
-// the measured best kw of FC1 / FC2 at T = 8 and 16 (k = 8, 3 CTAs/SM, 4-chunk load groups).
 // The L2 prefetch before the PDL wait goes only to dp decode warps that wait for a staging kernel of
 // ours: W4A4 behind stage_activations (with PDL), and the 8-token fragment-order tiles.
 TEST(DecodeL2Prefetch, OnlyBehindOurOwnStagingKernel) {
@@ -151,6 +149,8 @@ TEST(DecodeL2Prefetch, OnlyBehindOurOwnStagingKernel) {
   EXPECT_GT(seen_m16, 0);
 }
 
+// The grouped dp warps-per-row-block model against the H100 MoE sweeps of session 5 (docs/PERF.md):
+// the measured best kw of FC1 / FC2 at T = 8 and 16 (k = 8, 3 CTAs/SM, 4-chunk load groups).
 TEST(GroupedDpSchedule, PicksTheMeasuredBestWarpsPerRowBlock) {
   auto kw = [](int64_t experts, int64_t t, int64_t n, int64_t k) {
     return grouped_dp_warps_per_row_block(experts, t * 8, (n + 31) / 32, (k + 63) / 64, 4, kSms, 3);

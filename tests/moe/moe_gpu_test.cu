@@ -689,10 +689,25 @@ TEST(MoeGpu, GraphCaptureReplaysBitIdentical) {
 
 namespace {
 
+// The producer of a layer's inputs, as a router or the previous layer would be: lets its dependents
+// launch at once, then, after ~20 us, writes the routing ids and the hidden states (words) that the
+// layer must read. A layer whose first kernels read them before waiting for this grid sees the
+// wrong ids and zero inputs left by the copies before it.
+__global__ void delayed_producer_kernel(const int32_t* sel_src, int32_t* sel, int sel_n, const uint32_t* x_src,
+                                        uint32_t* x, int x_n) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const long long t0 = clock64();
+  while (clock64() - t0 < 40000) __nanosleep(1000);
+  for (int i = threadIdx.x; i < sel_n; i += blockDim.x) sel[i] = sel_src[i];
+  for (int i = threadIdx.x; i < x_n; i += blockDim.x) x[i] = x_src[i];
+}
+
 // MoeParams::enable_pdl: two layers (different weights, routing and inputs) sharing one workspace,
 // called back to back A, B, A, B with programmatic dependent launch, directly in a stream and
-// captured in a graph. Each call's first kernel may start while the previous call still reads the
-// shared workspace: the outputs must equal the calls made one at a time without PDL, bit for bit.
+// captured in a graph, each behind a delayed producer of its routing and input (above) that
+// triggers at once. Each call's first kernel may start while the previous call still reads the
+// shared workspace and while its producer still writes: the outputs must equal the calls made one
+// at a time without PDL, bit for bit.
 void expect_pdl_back_to_back_bit_identical(Config c, uint32_t seed) {
   SCOPED_TRACE(c.name() + " pdl");
   const Layer La = make_layer(c, seed), Lb = make_layer(c, seed + 1);
@@ -713,12 +728,37 @@ void expect_pdl_back_to_back_bit_identical(Config c, uint32_t seed) {
   }
   EXPECT_LE(compare(want[0], reference_run(La, La.sel), c.act).rel, 5e-3);
 
+  // Per layer: the right routing and input (sources of the producer) and a wrong routing (a valid id
+  // shifted by one expert) that is copied in before the producer runs; the input is zeroed.
+  ASSERT_TRUE(!c.fp4_input);
+  struct Inputs {
+    DeviceBuffer<int32_t> sel, wrong_sel;
+    DeviceBuffer<uint16_t> x;
+    explicit Inputs(const Layer& L) : sel(L.sel.size()), wrong_sel(L.sel.size()), x(L.input16.size()) {
+      sel.upload(L.sel);
+      std::vector<int32_t> wrong = L.sel;
+      for (int32_t& e : wrong) e = int32_t((e + 1) % L.c.E);
+      wrong_sel.upload(wrong);
+      x.upload(L.input16);
+    }
+  };
+  Inputs ia(La), ib(Lb);
   MoeParams pa = Da.p, pb = Db.p;
   pa.enable_pdl = pb.enable_pdl = true;
+  auto call = [&](DeviceLayer& D, Inputs& in, const MoeParams& p) {
+    ASSERT_EQ(cudaMemcpyAsync(D.sel.ptr, in.wrong_sel.ptr, D.sel.count * 4, cudaMemcpyDeviceToDevice, stream),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(D.input16.ptr, 0, D.input16.count * 2, stream), cudaSuccess);
+    delayed_producer_kernel<<<1, 256, 0, stream>>>(in.sel.ptr, D.sel.ptr, int(D.sel.count),
+                                                   reinterpret_cast<const uint32_t*>(in.x.ptr),
+                                                   reinterpret_cast<uint32_t*>(D.input16.ptr), int(D.input16.count / 2));
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    FP4_OK(fused_moe(p, ws.ptr, ws_bytes, stream));
+  };
   auto four_calls = [&]() {
     for (int rep = 0; rep < 2; ++rep) {
-      FP4_OK(fused_moe(pa, ws.ptr, ws_bytes, stream));
-      FP4_OK(fused_moe(pb, ws.ptr, ws_bytes, stream));
+      call(Da, ia, pa);
+      call(Db, ib, pb);
     }
   };
   auto expect_outputs = [&](const char* what) {

@@ -68,7 +68,8 @@ struct DecodeGemmArgs {
   int dp_kw;                 // decode_dp_kernel: warps per row block (1, 2, 4 or 8)
   // decode_dp_kernel (dense): chunks of each row tile, after the first load group, that a warp
   // asks L2 to prefetch before its PDL wait (0: none). Set when the kernel waits for a staging
-  // kernel of our own (W4A4), during which HBM would otherwise idle.
+  // kernel of our own (W4A4 staging, fragment-order arrangement; decode_l2_prefetch_chunks), during
+  // which HBM would otherwise idle.
   int l2_prefetch_chunks;
 };
 
