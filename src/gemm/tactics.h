@@ -66,8 +66,9 @@ int64_t dense_dp_warps_per_row_block(int64_t row_blocks, int64_t k_chunks, int s
 // prefetch before its PDL wait (decode_dp_kernel; 0: none). Only where the GEMM waits for a
 // staging kernel of our own, during which HBM would otherwise idle: W4A4 behind stage_activations
 // (with enable_pdl), and the 8-token fragment-order tiles behind arrange_activations (always PDL).
-// H100: W4A4 M = 1..4 1-9 % (session 6); dpf m8 (M = 6..8) 0-8 % in W4A16 and W4A4, while the
-// 16-token dpf tiles lost up to 4 % with it (session 14).
+// H100: W4A4 M = 1..4 1-9 % (session 6; 6144x4096 M = 1 +3.5 %); dpf m8 (M = 6..8) 0-8 % in W4A16
+// and W4A4, while the 16-token dpf tiles lost up to 4 % with it (session 14). Not for plain W4A16,
+// whose previous GEMM's tail already overlaps (it lost 0.4 us with it, session 6).
 int decode_l2_prefetch_chunks(const Tactic& t, DType a_dtype, bool enable_pdl);
 
 // Warps per row block (1, 2, 4 or 8) of the grouped dp decode kernel, from a model of its three

@@ -17,7 +17,7 @@
 #include "common/launch_kernel.h"
 #include "format/scale_layout.h"
 #include "moe/moe_device.cuh"
-#include "quant/quant_common.cuh"  // pdl_launch_dependents
+#include "quant/quant_common.cuh"  // pdl_wait, pdl_launch_dependents
 #include "moe/moe_kernels.h"
 
 namespace fp4kit::moe_impl {

@@ -177,11 +177,8 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
     FP4KIT_RETURN_IF_ERROR(stage_activations(p, workspace, stream));
     workspace = static_cast<uint8_t*>(workspace) + staged_a_bytes(p_in);
   }
-  // Behind a staging kernel of our own (W4A4 staging with PDL, the fragment-order arrangement),
-  // each warp also asks L2 for the next chunks of its rows while it waits (tactics.h; H100 session
-  // 6, W4A4-only processes, M = 1 / 2 / 4: 8192x28672 -1.3..-2 %, 8192x8192 -2..-4 %, 4096x4096
-  // -3..-9 %, 6144x4096 M = 1 +3.5 %). Not for plain W4A16, whose previous GEMM's tail already
-  // overlaps (it lost 0.4 us with it).
+  // Behind a staging kernel of our own each warp also asks L2 for the next chunks of its rows while
+  // it waits (the rule and its measurements: decode_l2_prefetch_chunks, tactics.h).
   const int l2_prefetch = decode_l2_prefetch_chunks(t, p_in.a_dtype, p_in.enable_pdl);
   const PrepackedShape s = prepacked_shape(p.n, p.k);
   sm90::DecodeGemmArgs a = decode_args(g, p.n, p.k, p.a, p.lda, p.b_prepacked, p.alpha, p.d, p.ldd, workspace);
