@@ -12,7 +12,8 @@ const std::vector<Tactic>& tactic_table() {
     std::vector<Tactic> t;
     struct DecodeConfig { int nt, rows, unroll; };
     struct WgmmaConfig { int block_n, block_m, stages; };
-    auto add_decode = [&t](std::initializer_list<DecodeConfig> configs, bool dp, bool frag_a = false) {
+    auto add_decode = [&t](std::initializer_list<DecodeConfig> configs, bool dp, bool frag_a = false,
+                           bool roll = false) {
       for (const DecodeConfig& c : configs) {
         Tactic x;
         x.id = int(t.size());
@@ -22,7 +23,9 @@ const std::vector<Tactic>& tactic_table() {
         x.unroll = c.unroll;
         x.dp = dp;
         x.frag_a = frag_a;
-        x.name = std::string(frag_a ? "decode_dpf_m" : dp ? "decode_dp_m" : "decode_m") + std::to_string(x.nt * 8) + "_r" +
+        x.roll = roll;
+        x.name = std::string(frag_a ? "decode_dpf" : dp ? "decode_dp" : "decode") + (roll ? "r_m" : "_m") +
+                 std::to_string(x.nt * 8) + "_r" +
                  std::to_string(16 * x.rows) + "_u" + std::to_string(x.unroll);
         t.push_back(x);
       }
@@ -70,6 +73,10 @@ const std::vector<Tactic>& tactic_table() {
     add_wgmma({{128, 48, 8}, {256, 48, 8}, {128, 96, 6}, {256, 96, 6}});
     add_wgmma({{128, 24, 8}, {256, 24, 8}, {128, 80, 6}, {256, 80, 6}, {128, 112, 6}, {256, 112, 6}});
     add_wgmma({{128, 144, 4}, {128, 160, 4}, {128, 192, 4}, {128, 224, 4}});
+    // Rolling load groups (session 15): the dp tiles of up to 16 tokens, row-major A (dpr) and A in
+    // fragment order (dpfr).
+    add_decode({{1, 1, 4}, {1, 2, 4}}, true, false, true);
+    add_decode({{1, 1, 4}, {1, 2, 4}, {2, 1, 4}, {2, 2, 4}}, true, true, true);
     return t;
   }();
   return table;
@@ -135,15 +142,18 @@ static int wave_model_tactic(const GemmParams& p, int sm_count, const WaveCand (
   return best_id;
 }
 
-static int decode_dp_id(int nt, int rows, int u) {
+static int decode_dp_id(int nt, int rows, int u, bool roll = false) {
   for (const Tactic& t : tactic_table())
-    if (t.family == Family::kDecode && t.dp && !t.frag_a && t.nt == nt && t.rows == rows && t.unroll == u) return t.id;
+    if (t.family == Family::kDecode && t.dp && !t.frag_a && t.roll == roll && t.nt == nt && t.rows == rows &&
+        t.unroll == u)
+      return t.id;
   return -1;
 }
 
-static int decode_dpf_id(int nt, int rows, int u) {
+static int decode_dpf_id(int nt, int rows, int u, bool roll = false) {
   for (const Tactic& t : tactic_table())
-    if (t.family == Family::kDecode && t.frag_a && t.nt == nt && t.rows == rows && t.unroll == u) return t.id;
+    if (t.family == Family::kDecode && t.frag_a && t.roll == roll && t.nt == nt && t.rows == rows && t.unroll == u)
+      return t.id;
   return -1;
 }
 
@@ -164,6 +174,11 @@ int64_t dense_dp_warps_per_row_block(int64_t row_blocks, int64_t k_chunks, int s
   const int64_t min_ctas = 3 * int64_t(sms > 0 ? sms : 132) / 2;
   while (kw > 1 && row_blocks * (kw / 2) / 8 >= min_ctas) kw /= 2;
   return kw;
+}
+
+bool decode_roll(int nt, int rows, int64_t chunks_per_warp) {
+  if (nt == 1) return rows == 1 ? chunks_per_warp <= 32 : chunks_per_warp >= 16 && chunks_per_warp <= 32;
+  return rows == 1 ? chunks_per_warp <= 16 : chunks_per_warp >= 16 && chunks_per_warp <= 32;
 }
 
 int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
@@ -197,18 +212,32 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   // short of one full wave of 2 CTAs per SM, so that SMs left with one CTA still stream enough
   // (session 6, M = 9..16: 28672x4096 28.2 -> 27.1 us, 6144x4096 9.9 -> 9.4; with a full wave the
   // 2-chunk groups stay faster: 8192x8192 18.5 vs 20.0, 8192x28672 53.1 vs 53.6).
+  const int64_t k_chunks = (k + 63) / 64;
+  auto chunks_per_warp = [&](int64_t block_rows) {
+    const int64_t rb = (rows + block_rows - 1) / block_rows;
+    return k_chunks / dense_dp_warps_per_row_block(rb, k_chunks, int(slots / 2));
+  };
   if (m > 8) {
-    if (!r32) return decode_dpf_id(2, 1, 4);
+    if (!r32) return decode_dpf_id(2, 1, 4, decode_roll(2, 1, chunks_per_warp(16)));
     const int64_t row_blocks = (rows + 31) / 32;
-    const int64_t ctas =
-        (row_blocks * dense_dp_warps_per_row_block(row_blocks, (k + 63) / 64, int(slots / 2)) + 7) / 8 * passes;
-    return ctas * 10 < slots * 9 ? decode_dpf_id(2, 2, 4) : decode_dpf_id(2, 2, 2);
+    const int64_t ctas = (row_blocks * dense_dp_warps_per_row_block(row_blocks, k_chunks, int(slots / 2)) + 7) / 8 * passes;
+    return ctas * 10 < slots * 9 ? decode_dpf_id(2, 2, 4, decode_roll(2, 2, chunks_per_warp(32))) : decode_dpf_id(2, 2, 2);
   }
   // 6..8 tokens: the 8-token tile on A in fragment order as well; below that the arrangement kernel
   // costs more than the 8 token rows' gathers (H100 session 6, graph replay, M = 8 vs M = 4:
   // 8192x28672 49.7 vs 51.1 us but 49.4 vs 48.3; 8192x8192 16.9 vs 17.3 but 16.7 vs 15.8; 4096x14336
   // 16.9 vs 20.6; 4096x4096 7.3 vs 8.3 but 7.2 vs 6.5; W4A4 at M = 8 3-20 % faster).
-  if (m >= 6) return decode_dpf_id(1, r32 ? 2 : 1, 4);
+  if (m >= 6) return decode_dpf_id(1, r32 ? 2 : 1, 4, decode_roll(1, r32 ? 2 : 1, chunks_per_warp(r32 ? 32 : 16)));
+  // 1..2 tokens: 16-row blocks with rolling load groups whenever their CTAs fit one wave and each
+  // warp's range is not long (H100 session 15, M = 1, graph us: 8192x8192 13.5 vs 14.7 for the
+  // plain 32-row blocks, gate_up 22.8 vs 24.0, down 12.3 vs 13.1, o 5.0 vs 5.5; qkv (1.5 waves of
+  // 16-row CTAs) and 8192x28672 (112 chunks per warp) keep the plain tiles).
+  if (m <= 2) {
+    const int64_t row_blocks = (rows + 15) / 16;
+    const int64_t kw16 = dense_dp_warps_per_row_block(row_blocks, k_chunks, int(slots / 2));
+    const int64_t ctas16 = (row_blocks * kw16 + 7) / 8;
+    if (ctas16 <= slots && k_chunks / kw16 <= 64) return decode_dp_id(1, 1, 4, true);
+  }
   return decode_dp_id(1, r32 ? 2 : 1, 4);
 }
 

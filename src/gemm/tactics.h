@@ -21,6 +21,7 @@ struct Tactic {
   int unroll = 0;  // chunks per load group
   bool dp = false;  // data-parallel row blocks with split-K inside the CTA (else stream-K over warps)
   bool frag_a = false;  // dp only: A arranged in B-fragment order first (gemm/fragment_activations.h)
+  bool roll = false;    // dense dp only: rolling load groups (stream_rolling, sm90/decode_kernel.cuh)
   // wgmma family
   int block_n = 0;  // weight rows per CTA (the wgmma M side)
   int block_m = 0;  // tokens per CTA (the wgmma N side)
@@ -61,6 +62,15 @@ int64_t dp_warps_per_row_block(int64_t k_chunks);
 // with short K give each warp a longer stream (H100 session 5, 28672x4096 M = 1: kw 8 / 4 / 2 =
 // 28.6 / 26.5 / 24.4 us; every other bench layer keeps kw).
 int64_t dense_dp_warps_per_row_block(int64_t row_blocks, int64_t k_chunks, int sms);
+
+// Whether the dense fragment-order dp tile of `nt` token tiles and `rows` 16-row tiles per block takes
+// rolling load groups (Tactic::roll) when each warp streams `chunks_per_warp` chunks of K. H100
+// session 15 (docs/PERF.md), graph us, rolling vs plain: 8-token tiles, 6..8 tokens: down (16-row
+// blocks, 28 chunks per warp) -9.5 %, o (16-row, 8) -5 %, gate_up (32-row, 32) -6.5 %, 8192x8192
+// (32-row, 16) -2.5 %; 16-token tiles: gate_up (32-row, 32) -3.4 %, o (16-row, 8) -1..-3 %. Not:
+// the longest streams (8192x28672, 56 per warp: W4A4 +6 %; down at 16 tokens, 28: +10 %) and
+// 32-row blocks with 8 per warp (qkv: +1..2 %).
+bool decode_roll(int nt, int rows, int64_t chunks_per_warp);
 
 // Chunks of each row tile, after its first load group, that a dense dp decode warp asks L2 to
 // prefetch before its PDL wait (decode_dp_kernel; 0: none). Only where the GEMM waits for a

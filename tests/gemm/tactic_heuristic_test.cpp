@@ -31,26 +31,34 @@ TEST(WgmmaSplitK, OneWaveOfUnitsWithLongEnoughRanges) {
 
 TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   // M <= 8: data-parallel decode; 32-row blocks while their CTAs cover the SMs.
-  EXPECT_EQ(pick(1, 8192, 28672), "decode_dp_m8_r32_u4");
-  EXPECT_EQ(pick(1, 6144, 4096), "decode_dp_m8_r32_u4");
+  EXPECT_EQ(pick(1, 8192, 28672), "decode_dp_m8_r32_u4");  // 16-row blocks: 112 chunks per warp
+  EXPECT_EQ(pick(1, 6144, 4096), "decode_dp_m8_r32_u4");   // 16-row blocks: 1.5 waves
+  EXPECT_EQ(pick(2, 6144, 4096), "decode_dp_m8_r32_u4");
   EXPECT_EQ(pick(4, 14336, 4096), "decode_dp_m8_r32_u4");
-  EXPECT_EQ(pick(1, 4096, 4096), "decode_dp_m8_r16_u4");
-  EXPECT_EQ(pick(1, 4096, 14336), "decode_dp_m8_r16_u4");
+  EXPECT_EQ(pick(4, 4096, 4096), "decode_dp_m8_r16_u4");
   EXPECT_EQ(pick(5, 4096, 14336), "decode_dp_m8_r16_u4");
-  EXPECT_EQ(pick(1, 28672, 4096), "decode_dp_m8_r32_u4");
-  // 6..8 tokens: the same tiles on A in fragment order.
-  EXPECT_EQ(pick(8, 8192, 8192), "decode_dpf_m8_r32_u4");
-  EXPECT_EQ(pick(8, 28672, 4096), "decode_dpf_m8_r32_u4");
-  EXPECT_EQ(pick(6, 4096, 14336), "decode_dpf_m8_r16_u4");
+  EXPECT_EQ(pick(3, 8192, 8192), "decode_dp_m8_r32_u4");
+  // 1..2 tokens: 16-row blocks with rolling load groups where those CTAs fit one wave.
+  EXPECT_EQ(pick(1, 4096, 4096), "decode_dpr_m8_r16_u4");
+  EXPECT_EQ(pick(1, 4096, 14336), "decode_dpr_m8_r16_u4");
+  EXPECT_EQ(pick(2, 28672, 4096), "decode_dpr_m8_r16_u4");
+  EXPECT_EQ(pick(1, 8192, 8192), "decode_dpr_m8_r16_u4");
+  // 6..8 tokens: the same tiles on A in fragment order, rolling unless a warp's K range is long
+  // (or, with 32-row blocks, short).
+  EXPECT_EQ(pick(8, 8192, 8192), "decode_dpfr_m8_r32_u4");
+  EXPECT_EQ(pick(8, 28672, 4096), "decode_dpfr_m8_r32_u4");
+  EXPECT_EQ(pick(6, 4096, 14336), "decode_dpfr_m8_r16_u4");
+  EXPECT_EQ(pick(8, 8192, 28672), "decode_dpf_m8_r32_u4");
+  EXPECT_EQ(pick(7, 6144, 4096), "decode_dpf_m8_r32_u4");
   // 9..16: the dp decode family's 16-token tile on A in fragment order wherever its CTAs fill the
   // GPU (32-row blocks when those still cover the SMs, else 16-row blocks) ...
   EXPECT_EQ(pick(16, 8192, 28672), "decode_dpf_m16_r32_u2");
   EXPECT_EQ(pick(12, 8192, 8192), "decode_dpf_m16_r32_u2");
   // (4-chunk load groups when the grid is short of one full wave of 2 CTAs per SM)
-  EXPECT_EQ(pick(12, 28672, 4096), "decode_dpf_m16_r32_u4");
+  EXPECT_EQ(pick(12, 28672, 4096), "decode_dpfr_m16_r32_u4");
   EXPECT_EQ(pick(16, 6144, 4096), "decode_dpf_m16_r32_u4");
   EXPECT_EQ(pick(16, 4096, 14336), "decode_dpf_m16_r16_u4");
-  EXPECT_EQ(pick(9, 4096, 4096), "decode_dpf_m16_r16_u4");
+  EXPECT_EQ(pick(9, 4096, 4096), "decode_dpfr_m16_r16_u4");
   // ... narrow layers: stream-K decode for K <= 8192, else the wgmma small tiles with split-K.
   EXPECT_EQ(pick(16, 1024, 4096), "decode_m16_r32_u2");
   EXPECT_EQ(pick(16, 1024, 28672), "wgmma_w4a16_128x16_s8");
@@ -120,6 +128,30 @@ TEST(DenseDpSchedule, LongerStreamsOnlyForVeryWideShortKLayers) {
   EXPECT_EQ(dense_dp_warps_per_row_block(8192 / 32, 28672 / 64, kSms), 8);
   EXPECT_EQ(dense_dp_warps_per_row_block(4096 / 16, 14336 / 64, kSms), 8);   // down, 16-row blocks
   EXPECT_EQ(dense_dp_warps_per_row_block(64, 512 / 64, kSms), 1);            // K-only rule: 8 chunks
+}
+
+// Rolling load groups by the length of each warp's K range (tactics.h, decode_roll).
+TEST(DecodeRoll, ByTokenTileRowsAndChunksPerWarp) {
+  EXPECT_TRUE(decode_roll(1, 1, 8));     // o, 16-row blocks
+  EXPECT_TRUE(decode_roll(1, 1, 28));    // down
+  EXPECT_FALSE(decode_roll(1, 1, 112));  // 8192x28672, 16-row blocks
+  EXPECT_FALSE(decode_roll(1, 2, 8));    // qkv, 32-row blocks
+  EXPECT_TRUE(decode_roll(1, 2, 16));    // 8192x8192
+  EXPECT_TRUE(decode_roll(1, 2, 32));    // gate_up
+  EXPECT_FALSE(decode_roll(1, 2, 56));   // 8192x28672
+  EXPECT_TRUE(decode_roll(2, 1, 8));     // o at 16 tokens
+  EXPECT_FALSE(decode_roll(2, 1, 28));   // down at 16 tokens
+  EXPECT_TRUE(decode_roll(2, 2, 32));    // gate_up at 16 tokens
+  EXPECT_FALSE(decode_roll(2, 2, 8));
+  // Every rolling tactic is a dense dp tile with an even load group.
+  int rolling = 0;
+  for (const Tactic& t : tactic_table()) {
+    if (!t.roll) continue;
+    ++rolling;
+    EXPECT_TRUE(t.family == Family::kDecode && t.dp && t.unroll % 2 == 0) << t.name;
+    EXPECT_NE(t.name.find(t.frag_a ? "decode_dpfr_m" : "decode_dpr_m"), std::string::npos) << t.name;
+  }
+  EXPECT_EQ(rolling, 6);
 }
 
 // The L2 prefetch before the PDL wait goes only to dp decode warps that wait for a staging kernel of

@@ -20,13 +20,14 @@ namespace {
 
 sm90::DecodeKernelFn kernel_for(const Tactic& t, const GemmParams& p) {
   if (t.frag_a) {
-    if (operand_type(p) == DType::kBF16) return sm90::decode_dpf_kernel_for<__nv_bfloat16, __nv_bfloat16>(t.nt, t.rows, t.unroll);
-    return sm90::decode_dpf_kernel_for<__half, __half>(t.nt, t.rows, t.unroll);
+    if (operand_type(p) == DType::kBF16)
+      return sm90::decode_dpf_kernel_for<__nv_bfloat16, __nv_bfloat16>(t.nt, t.rows, t.unroll, t.roll);
+    return sm90::decode_dpf_kernel_for<__half, __half>(t.nt, t.rows, t.unroll, t.roll);
   }
   if (t.dp) {
     if (operand_type(p) == DType::kBF16)
-      return sm90::decode_dp_kernel_for<__nv_bfloat16, __nv_bfloat16, false>(t.nt, t.rows, t.unroll);
-    return sm90::decode_dp_kernel_for<__half, __half, false>(t.nt, t.rows, t.unroll);
+      return sm90::decode_dp_kernel_for<__nv_bfloat16, __nv_bfloat16, false>(t.nt, t.rows, t.unroll, t.roll);
+    return sm90::decode_dp_kernel_for<__half, __half, false>(t.nt, t.rows, t.unroll, t.roll);
   }
   if (operand_type(p) == DType::kBF16) return sm90::decode_kernel_for<__nv_bfloat16, __nv_bfloat16>(t.nt, t.rows, t.unroll);
   return sm90::decode_kernel_for<__half, __half>(t.nt, t.rows, t.unroll);

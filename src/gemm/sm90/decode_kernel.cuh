@@ -342,14 +342,20 @@ struct RowBlockStream {
       compute_chunk<T, NT, R>(w.codes[u], w.scales[u], act_regs, acc);
     }
   }
-  __device__ __forceinline__ void advance() {
+  __device__ __forceinline__ void advance_weights() {
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       codes[r] += U * 32;
       scales[r] += U * 8;
     }
+  }
+  __device__ __forceinline__ void advance_activations() {
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) act[nt] += U * kActStride;
+  }
+  __device__ __forceinline__ void advance() {
+    advance_weights();
+    advance_activations();
   }
 };
 
@@ -393,6 +399,33 @@ __device__ __forceinline__ void stream_row_block(const DecodeGemmArgs& args, con
       compute_group<T, NT, R, U>(regs, acc);
     }
   }
+}
+
+// Rolling load groups (Tactic::roll): a load group of U chunks is two halves of U/2, and each half
+// is requested again as soon as it has been computed, so that U/2 chunks per row tile stay in flight
+// while the other half is decoded (the plain loop has none in flight during its compute), in the
+// registers of one U-chunk group. `w` holds chunks [j, j + U), already requested (st's weight cursor
+// at j + U, its activation cursor at j); streams the full groups before j_stop and returns the first
+// chunk not streamed. H100 (docs/PERF.md, session 15): faster where each warp's stream is short
+// (down / o / gate_up / 8192x8192 at 6..8 tokens: 3-11 %), slower on the longest streams.
+template <typename T, int NT, int R, int H, bool kFragA>
+__device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kFragA>& st, WeightRegs<R, H> (&w)[2],
+                                                  int64_t j, int64_t j_stop, float (&acc)[R][NT][4]) {
+  for (; j + 4 * H <= j_stop; j += 2 * H) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      st.compute(w[h], acc);
+      st.advance_activations();
+      st.load_weights(w[h]);
+      st.advance_weights();
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    st.compute(w[h], acc);
+    st.advance_activations();
+  }
+  return j + 2 * H;
 }
 
 // Writes D for row block rb from the accumulator fragments (already summed).
@@ -524,7 +557,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 // kFragA (dense only): A is in B-fragment order (fragment_activations.h, arranged by the host
 // before the launch; args.a points to it). Its tiles of up to 16 tokens are bounded to 2 CTAs/SM
 // (128 registers), where the 4-chunk 16-token configurations still fit without spills.
-template <typename T, typename OutT, int NT, int R, int U, bool G = false, bool kReady = false, bool kFragA = false>
+template <typename T, typename OutT, int NT, int R, int U, bool G = false, bool kReady = false, bool kFragA = false,
+          bool kRoll = false>
 __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || (kFragA && NT <= 2) ? 2 : decode_min_ctas_per_sm<NT, R, G>())
     decode_dp_kernel(const DecodeGemmArgs args) {
   static_assert(!(G && kFragA), "grouped mode reads row-major activations");
@@ -565,6 +599,38 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || (kFragA && NT <= 
     // input of the call, read with the view).
     if constexpr (!G) grid_launch_dependents();
     int64_t j = j_begin;
+    if constexpr (kRoll) {
+      static_assert(!G && U % 2 == 0, "rolling load groups: dense mode, an even number of chunks per group");
+      constexpr int H = U / 2;
+      const int64_t j_stop = kFragA ? j_end : min(j_end, full_chunks(args));  // unchecked full groups
+      const bool early = j + U <= j_stop;
+      RowBlockStream<T, NT, R, H, kFragA> st;
+      WeightRegs<R, H> w[2];
+      if (early) {
+        st.bind_weights(args, args.b_codes, args.b_scales, rb, j, lane);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          st.load_weights(w[h]);
+          st.advance_weights();
+        }
+        if (args.l2_prefetch_chunks > 0 && lane < R) {
+          const int64_t n = min(int64_t(args.l2_prefetch_chunks), j_end - j - U);
+          if (n > 0) {
+            const int64_t chunk = (rb * R + lane) * args.k_chunks + j + U;
+            prefetch_l2(args.b_codes + chunk * 32, uint32_t(n) * kChunkCodeBytes);
+            prefetch_l2(args.b_scales + chunk * 8, uint32_t(n) * kChunkScaleBytes);
+          }
+        }
+      }
+      grid_dependency_wait();
+      view = dense_view(args);
+      if (early) {
+        st.bind_activations(args, view, j, tok0, lane);
+        j = stream_rolling<T, NT, R, H, kFragA>(st, w, j, j_stop, acc);
+      }
+      stream_row_block<T, NT, R, U, kFragA>(args, view, rb, j, j_end, tok0, lane, acc);
+    } else
+    {
     const bool early = j + U <= (kFragA ? j_end : min(j_end, full_chunks(args)));
     RowBlockStream<T, NT, R, U, kFragA> st;
     WeightRegs<R, U> w;
@@ -589,6 +655,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || (kFragA && NT <= 
       j += U;
     }
     stream_row_block<T, NT, R, U, kFragA>(args, view, rb, j, j_end, tok0, lane, acc);
+    }
   } else {
     stream_row_block<T, NT, R, U>(args, view, rb, j_begin, j_end, tok0, lane, acc);
   }

@@ -43,23 +43,33 @@ DecodeKernelFn grouped_decode_kernel_for(int nt, int r, int u) {
 
 // Data-parallel variant (decode_dp_kernel), dense and grouped. Keep in sync with tactics.cpp and
 // grouped.cu. Instantiated with the stream-K kernels of the same operand type.
+// `roll` (dense only): rolling load groups (Tactic::roll).
 template <typename T, typename OutT, bool G>
-DecodeKernelFn decode_dp_kernel_for(int nt, int r, int u) {
+DecodeKernelFn decode_dp_kernel_for(int nt, int r, int u, bool roll = false) {
 #define FP4KIT_DECODE_DP_CASE(NT, R, U) \
-  if (nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, G>;
+  if (!roll && nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, G>;
+#define FP4KIT_DECODE_DPR_CASE(NT, R, U) \
+  if (roll && nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, false, false, false, true>;
   FP4KIT_DECODE_DP_CASE(1, 1, 4)
   FP4KIT_DECODE_DP_CASE(1, 2, 4)
   FP4KIT_DECODE_DP_CASE(2, 2, 2)
+  if constexpr (!G) {
+    FP4KIT_DECODE_DPR_CASE(1, 1, 4)
+    FP4KIT_DECODE_DPR_CASE(1, 2, 4)
+  }
 #undef FP4KIT_DECODE_DP_CASE
+#undef FP4KIT_DECODE_DPR_CASE
   return nullptr;
 }
 
 // Dense dp kernels reading A in B-fragment order (Tactic::frag_a; arrange_activations runs first).
 // Keep in sync with tactics.cpp. Instantiated in decode_dpf_*.cu.
 template <typename T, typename OutT>
-DecodeKernelFn decode_dpf_kernel_for(int nt, int r, int u) {
+DecodeKernelFn decode_dpf_kernel_for(int nt, int r, int u, bool roll = false) {
 #define FP4KIT_DECODE_DPF_CASE(NT, R, U) \
-  if (nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, false, false, true>;
+  if (!roll && nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, false, false, true>;
+#define FP4KIT_DECODE_DPFR_CASE(NT, R, U) \
+  if (roll && nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, false, false, true, true>;
   FP4KIT_DECODE_DPF_CASE(1, 1, 4)
   FP4KIT_DECODE_DPF_CASE(1, 2, 4)
   FP4KIT_DECODE_DPF_CASE(2, 1, 4)
@@ -68,7 +78,12 @@ DecodeKernelFn decode_dpf_kernel_for(int nt, int r, int u) {
   FP4KIT_DECODE_DPF_CASE(2, 2, 4)
   FP4KIT_DECODE_DPF_CASE(4, 1, 4)
   FP4KIT_DECODE_DPF_CASE(4, 2, 2)
+  FP4KIT_DECODE_DPFR_CASE(1, 1, 4)
+  FP4KIT_DECODE_DPFR_CASE(1, 2, 4)
+  FP4KIT_DECODE_DPFR_CASE(2, 1, 4)
+  FP4KIT_DECODE_DPFR_CASE(2, 2, 4)
 #undef FP4KIT_DECODE_DPF_CASE
+#undef FP4KIT_DECODE_DPFR_CASE
   return nullptr;
 }
 
@@ -89,4 +104,22 @@ DecodeKernelFn decode_dp_ready_kernel_for(int nt, int r, int u) {
   return nullptr;
 }
 
+}  // namespace fp4kit::gemm_impl::sm90
+
+// The instantiations live in their own translation units (decode_w4a16_*.cu, decode_dpf_*.cu,
+// grouped_decode_*.cu), which compile in parallel; without these declarations every file that calls
+// a *_kernel_for (decode_host.cu) would instantiate — and compile — every decode kernel again, and the
+// linker would take those copies and never pull in the split objects from the static library.
+namespace fp4kit::gemm_impl::sm90 {
+#define FP4KIT_DECODE_EXTERN(T)                                                        \
+  extern template DecodeKernelFn decode_kernel_for<T, T>(int, int, int);               \
+  extern template DecodeKernelFn decode_dp_kernel_for<T, T, false>(int, int, int, bool); \
+  extern template DecodeKernelFn decode_dpf_kernel_for<T, T>(int, int, int, bool);     \
+  extern template DecodeKernelFn grouped_decode_kernel_for<T>(int, int, int);          \
+  extern template DecodeKernelFn decode_dp_kernel_for<T, T, true>(int, int, int, bool);  \
+  extern template DecodeKernelFn decode_dp_ready_kernel_for<T>(int, int, int);         \
+  extern template DecodeKernelFn decode_dp_balanced_kernel_for<T>(int, int, int);
+FP4KIT_DECODE_EXTERN(__nv_bfloat16)
+FP4KIT_DECODE_EXTERN(__half)
+#undef FP4KIT_DECODE_EXTERN
 }  // namespace fp4kit::gemm_impl::sm90
