@@ -30,6 +30,8 @@ const GroupedTactic kTactics[] = {
     {10, GroupedFamily::kDecode, 2, 2, 2, 0, 0, 0, "grouped_decode_dp_m16_r32_u2", true},
     {11, GroupedFamily::kWgmma, 0, 0, 0, 128, 144, 6, "grouped_wgmma_128x144_s6"},
     {12, GroupedFamily::kWgmma, 0, 0, 0, 128, 160, 6, "grouped_wgmma_128x160_s6"},
+    {13, GroupedFamily::kDecode, 1, 1, 4, 0, 0, 0, "grouped_decode_dpr_m8_r16_u4", true, true},
+    {14, GroupedFamily::kDecode, 1, 2, 4, 0, 0, 0, "grouped_decode_dpr_m8_r32_u4", true, true},
 };
 constexpr int kTacticCount = int(sizeof(kTactics) / sizeof(kTactics[0]));
 
@@ -100,7 +102,15 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p) {
     // 1159 -> 1089, Mixtral T=8 330 -> 299; docs/PERF.md).
     const bool big = p.n * p.k >= (int64_t(8) << 20);
     const bool few = p.max_rows <= 8;
-    if (mean_rows <= 8) return !big && few ? 8 : 9;  // dp, 16- or 32-row blocks
+    // Long K (FC1 of the H >= 4096 presets): rolling load groups (GroupedTactic::roll; 2 CTAs/SM),
+    // unless the group list is ready early (the plain kernel then requests its first weights before
+    // the PDL wait). H100 session 15, pipeline path, FC1 forced 14 vs 9, graph us: fi-256 T = 4 / 8
+    // / 16 57.1 -> 54.8 / 87.6 -> 82.2 / 148.7 -> 137.6, fi-32 T = 4..16 -1..-4 % (T = 2 +3.5 %);
+    // at K = 2048 (Qwen) it gained at T = 8, 16 and lost at T = 2 (+1..+10 %): plain there; with
+    // 4 rows per group (Mixtral T = 16) +1.7 %: only up to 3. Auto path (run 203): fi-256 T = 4
+    // 57.2 -> 55.1 (W4A4 55.5 -> 53.3), Mixtral T = 2..8 -1.5..-2.4 %, DeepSeek-V3 pipeline -2..-6.5 %.
+    const bool roll = p.k >= 4096 && !p.groups_ready && mean_rows <= 3;
+    if (mean_rows <= 8) return !big && few ? 8 : roll ? 14 : 9;  // dp, 16- or 32-row blocks
     // 9..16 rows (few large experts: Mixtral, fi-32 at T = 48 / 64; session 4): dp with 16-token
     // tiles at 12 rows per expert (Mixtral 546 -> 488 us, fi-32 997 -> 508 against stream-K id 2),
     // the wgmma 128x64 tile at 16 (Mixtral 1076 -> 539, fi-32 1093 -> 566); stream-K was slowest.

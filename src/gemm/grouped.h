@@ -70,6 +70,7 @@ struct GroupedTactic {
   int block_n = 0, block_m = 0, stages = 0;    // wgmma
   const char* name;
   bool dp = false;  // decode: data-parallel row blocks, split-K inside the CTA (else stream-K)
+  bool roll = false;  // dp: rolling load groups (stream_rolling, sm90/decode_kernel.cuh)
 };
 
 // Every grouped tactic (for the MoE autotuner); ids are dense from 0.

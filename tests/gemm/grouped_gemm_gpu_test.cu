@@ -254,6 +254,18 @@ TEST(GroupedGemmApi, HeuristicFollowsRowsPerGroup) {
   p.max_group_rows = 1;
   EXPECT_EQ(gemm_impl::grouped_gemm_tactic(gemm_impl::grouped_gemm_default_tactic(p))->family,
             gemm_impl::GroupedFamily::kDecode);
+  // T = 4, top-8 over 256 experts: 32-row dp blocks; rolling load groups at long K (FC1 of the
+  // H >= 4096 presets) unless the group list is ready before the launch.
+  p.max_rows = 32;
+  EXPECT_STREQ(gemm_impl::grouped_gemm_tactic(gemm_impl::grouped_gemm_default_tactic(p))->name,
+               "grouped_decode_dp_m8_r32_u4");
+  p.n = 512, p.k = 7168;
+  EXPECT_STREQ(gemm_impl::grouped_gemm_tactic(gemm_impl::grouped_gemm_default_tactic(p))->name,
+               "grouped_decode_dpr_m8_r32_u4");
+  p.groups_ready = true;
+  EXPECT_STREQ(gemm_impl::grouped_gemm_tactic(gemm_impl::grouped_gemm_default_tactic(p))->name,
+               "grouped_decode_dp_m8_r32_u4");
+  p.groups_ready = false, p.n = 1024, p.k = 2048;
   p.max_rows = 8 * 4096;  // T = 4096: 128 rows per expert
   p.max_group_rows = 4096;
   const gemm_impl::GroupedTactic* t = gemm_impl::grouped_gemm_tactic(gemm_impl::grouped_gemm_default_tactic(p));

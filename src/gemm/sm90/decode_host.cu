@@ -195,15 +195,16 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
 namespace {
 
 sm90::DecodeKernelFn grouped_kernel_for(const GroupedTactic& t, const GroupedGemmParams& p) {
-  if (t.dp && p.groups_ready) {
+  if (t.dp && p.groups_ready && !t.roll) {
     sm90::DecodeKernelFn fn = p.a_dtype == DType::kBF16
                                   ? sm90::decode_dp_ready_kernel_for<__nv_bfloat16>(t.nt, t.rows, t.unroll)
                                   : sm90::decode_dp_ready_kernel_for<__half>(t.nt, t.rows, t.unroll);
     if (fn) return fn;
   }
   if (t.dp) {
-    if (p.a_dtype == DType::kBF16) return sm90::decode_dp_kernel_for<__nv_bfloat16, __nv_bfloat16, true>(t.nt, t.rows, t.unroll);
-    return sm90::decode_dp_kernel_for<__half, __half, true>(t.nt, t.rows, t.unroll);
+    if (p.a_dtype == DType::kBF16)
+      return sm90::decode_dp_kernel_for<__nv_bfloat16, __nv_bfloat16, true>(t.nt, t.rows, t.unroll, t.roll);
+    return sm90::decode_dp_kernel_for<__half, __half, true>(t.nt, t.rows, t.unroll, t.roll);
   }
   if (p.a_dtype == DType::kBF16) return sm90::grouped_decode_kernel_for<__nv_bfloat16>(t.nt, t.rows, t.unroll);
   return sm90::grouped_decode_kernel_for<__half>(t.nt, t.rows, t.unroll);
@@ -228,7 +229,7 @@ GroupedPlan grouped_plan(const GroupedTactic& t, const GroupedGemmParams& p) {
   // max_group_rows == 0: unknown, any group may hold all rows.
   const int64_t group_rows = p.max_group_rows > 0 ? std::min(p.max_group_rows, p.max_rows) : p.max_rows;
   plan.g = decode_geometry(plan.fn, t.nt, t.rows, t.unroll, t.dp, p.n, p.k, group_rows, grouped_slots(p), &p);
-  if (!t.dp || p.groups_ready) return plan;
+  if (!t.dp || p.groups_ready || t.roll) return plan;
   sm90::DecodeKernelFn balanced = p.a_dtype == DType::kBF16
                                       ? sm90::decode_dp_balanced_kernel_for<__nv_bfloat16>(t.nt, t.rows, t.unroll)
                                       : sm90::decode_dp_balanced_kernel_for<__half>(t.nt, t.rows, t.unroll);

@@ -428,6 +428,29 @@ __device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kF
   return j + 2 * H;
 }
 
+// stream_row_block with rolling load groups: requests the first U chunks, then stream_rolling, then
+// the rest (stream_row_block). For the grouped dp kernel, which reads nothing before its PDL wait.
+template <typename T, int NT, int R, int U, bool kFragA>
+__device__ __forceinline__ void stream_row_block_rolling(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
+                                                         int64_t j, int64_t j_end, int tok0, int lane,
+                                                         float (&acc)[R][NT][4]) {
+  constexpr int H = U / 2;
+  const int64_t j_stop = kFragA ? j_end : min(j_end, full_chunks(args));
+  if (j + U <= j_stop) {
+    RowBlockStream<T, NT, R, H, kFragA> st;
+    WeightRegs<R, H> w[2];
+    st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      st.load_weights(w[h]);
+      st.advance_weights();
+    }
+    st.bind_activations(args, v, j, tok0, lane);
+    j = stream_rolling<T, NT, R, H, kFragA>(st, w, j, j_stop, acc);
+  }
+  stream_row_block<T, NT, R, U, kFragA>(args, v, rb, j, j_end, tok0, lane, acc);
+}
+
 // Writes D for row block rb from the accumulator fragments (already summed).
 template <typename OutT, int NT, int R>
 __device__ __forceinline__ void store_block(const DecodeGemmArgs& args, const DecodeView& v, const float (&acc)[R][NT][4],
@@ -559,7 +582,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 // (128 registers), where the 4-chunk 16-token configurations still fit without spills.
 template <typename T, typename OutT, int NT, int R, int U, bool G = false, bool kReady = false, bool kFragA = false,
           bool kRoll = false>
-__global__ void __launch_bounds__(kDecodeWarps * 32, kReady || (kFragA && NT <= 2) ? 2 : decode_min_ctas_per_sm<NT, R, G>())
+__global__ void __launch_bounds__(kDecodeWarps * 32,
+                                  kReady || (kFragA && NT <= 2) || (kRoll && R > 1) ? 2 : decode_min_ctas_per_sm<NT, R, G>())
     decode_dp_kernel(const DecodeGemmArgs args) {
   static_assert(!(G && kFragA), "grouped mode reads row-major activations");
   constexpr int kAcc = R * NT * 4;
@@ -600,7 +624,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || (kFragA && NT <= 
     if constexpr (!G) grid_launch_dependents();
     int64_t j = j_begin;
     if constexpr (kRoll) {
-      static_assert(!G && U % 2 == 0, "rolling load groups: dense mode, an even number of chunks per group");
+      static_assert(!G && U % 2 == 0, "rolling load groups: not with kReady; an even number of chunks per group");
       constexpr int H = U / 2;
       const int64_t j_stop = kFragA ? j_end : min(j_end, full_chunks(args));  // unchecked full groups
       const bool early = j + U <= j_stop;
@@ -656,6 +680,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || (kFragA && NT <= 
     }
     stream_row_block<T, NT, R, U, kFragA>(args, view, rb, j, j_end, tok0, lane, acc);
     }
+  } else if constexpr (kRoll) {
+    stream_row_block_rolling<T, NT, R, U, false>(args, view, rb, j_begin, j_end, tok0, lane, acc);
   } else {
     stream_row_block<T, NT, R, U>(args, view, rb, j_begin, j_end, tok0, lane, acc);
   }

@@ -43,20 +43,18 @@ DecodeKernelFn grouped_decode_kernel_for(int nt, int r, int u) {
 
 // Data-parallel variant (decode_dp_kernel), dense and grouped. Keep in sync with tactics.cpp and
 // grouped.cu. Instantiated with the stream-K kernels of the same operand type.
-// `roll` (dense only): rolling load groups (Tactic::roll).
+// `roll`: rolling load groups (Tactic::roll, GroupedTactic::roll).
 template <typename T, typename OutT, bool G>
 DecodeKernelFn decode_dp_kernel_for(int nt, int r, int u, bool roll = false) {
 #define FP4KIT_DECODE_DP_CASE(NT, R, U) \
   if (!roll && nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, G>;
 #define FP4KIT_DECODE_DPR_CASE(NT, R, U) \
-  if (roll && nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, false, false, false, true>;
+  if (roll && nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, G, false, false, true>;
   FP4KIT_DECODE_DP_CASE(1, 1, 4)
   FP4KIT_DECODE_DP_CASE(1, 2, 4)
   FP4KIT_DECODE_DP_CASE(2, 2, 2)
-  if constexpr (!G) {
-    FP4KIT_DECODE_DPR_CASE(1, 1, 4)
-    FP4KIT_DECODE_DPR_CASE(1, 2, 4)
-  }
+  FP4KIT_DECODE_DPR_CASE(1, 1, 4)
+  FP4KIT_DECODE_DPR_CASE(1, 2, 4)
 #undef FP4KIT_DECODE_DP_CASE
 #undef FP4KIT_DECODE_DPR_CASE
   return nullptr;
