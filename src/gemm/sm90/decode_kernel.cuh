@@ -401,19 +401,19 @@ __device__ __forceinline__ void stream_row_block(const DecodeGemmArgs& args, con
   }
 }
 
-// Rolling load groups (Tactic::roll): a load group of U chunks is two halves of U/2, and each half
-// is requested again as soon as it has been computed, so that U/2 chunks per row tile stay in flight
-// while the other half is decoded (the plain loop has none in flight during its compute), in the
-// registers of one U-chunk group. `w` holds chunks [j, j + U), already requested (st's weight cursor
-// at j + U, its activation cursor at j); streams the full groups before j_stop and returns the first
-// chunk not streamed. H100 (docs/PERF.md, session 15): faster where each warp's stream is short
+// Rolling load groups (Tactic::roll): a load group of U chunks is P parts of H = U/P (roll_parts),
+// and each part is requested again as soon as it has been computed, so that U - H chunks per row
+// tile stay in flight while a part is decoded (the plain loop has none in flight during its
+// compute), in the registers of one U-chunk group. `w` holds chunks [j, j + U), already requested
+// (st's weight cursor at j + U, its activation cursor at j); streams the full groups before j_stop
+// and returns the first chunk not streamed. H100 (docs/PERF.md, session 15): faster where each warp's stream is short
 // (down / o / gate_up / 8192x8192 at 6..8 tokens: 3-11 %), slower on the longest streams.
-template <typename T, int NT, int R, int H, bool kFragA>
-__device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kFragA>& st, WeightRegs<R, H> (&w)[2],
+template <typename T, int NT, int R, int H, int P, bool kFragA>
+__device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kFragA>& st, WeightRegs<R, H> (&w)[P],
                                                   int64_t j, int64_t j_stop, float (&acc)[R][NT][4]) {
-  for (; j + 4 * H <= j_stop; j += 2 * H) {
+  for (; j + 2 * P * H <= j_stop; j += P * H) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < P; ++h) {
       st.compute(w[h], acc);
       st.advance_activations();
       st.load_weights(w[h]);
@@ -421,12 +421,19 @@ __device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kF
     }
   }
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
+  for (int h = 0; h < P; ++h) {
     st.compute(w[h], acc);
     st.advance_activations();
   }
-  return j + 2 * H;
+  return j + P * H;
 }
+
+// Parts of a rolling load group: halves, except single chunks for the 16-token 16-row tile. H100
+// session 15 (docs/PERF.md), parts = U vs halves, graph us: that tile (decode_dpfr_m16_r16_u4) on o
+// M = 12 / 16 -6 / -3 %, qkv and 8192x8192 -1.5..-2 % (forced); every other rolling tile within
+// +-1 %, except the 8-token tiles on 8192x28672 (+1..2 %).
+template <int NT, int R, int U>
+constexpr int roll_parts() { return NT == 2 && R == 1 ? U : U < 2 ? U : 2; }
 
 // stream_row_block with rolling load groups: requests the first U chunks, then stream_rolling, then
 // the rest (stream_row_block). For the grouped dp kernel, which reads nothing before its PDL wait.
@@ -434,19 +441,19 @@ template <typename T, int NT, int R, int U, bool kFragA>
 __device__ __forceinline__ void stream_row_block_rolling(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
                                                          int64_t j, int64_t j_end, int tok0, int lane,
                                                          float (&acc)[R][NT][4]) {
-  constexpr int H = U / 2;
+  constexpr int P = roll_parts<NT, R, U>(), H = U / P;
   const int64_t j_stop = kFragA ? j_end : min(j_end, full_chunks(args));
   if (j + U <= j_stop) {
     RowBlockStream<T, NT, R, H, kFragA> st;
-    WeightRegs<R, H> w[2];
+    WeightRegs<R, H> w[P];
     st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < P; ++h) {
       st.load_weights(w[h]);
       st.advance_weights();
     }
     st.bind_activations(args, v, j, tok0, lane);
-    j = stream_rolling<T, NT, R, H, kFragA>(st, w, j, j_stop, acc);
+    j = stream_rolling<T, NT, R, H, P, kFragA>(st, w, j, j_stop, acc);
   }
   stream_row_block<T, NT, R, U, kFragA>(args, v, rb, j, j_end, tok0, lane, acc);
 }
@@ -625,15 +632,15 @@ __global__ void __launch_bounds__(kDecodeWarps * 32,
     int64_t j = j_begin;
     if constexpr (kRoll) {
       static_assert(!G && U % 2 == 0, "rolling load groups: not with kReady; an even number of chunks per group");
-      constexpr int H = U / 2;
+      constexpr int P = roll_parts<NT, R, U>(), H = U / P;
       const int64_t j_stop = kFragA ? j_end : min(j_end, full_chunks(args));  // unchecked full groups
       const bool early = j + U <= j_stop;
       RowBlockStream<T, NT, R, H, kFragA> st;
-      WeightRegs<R, H> w[2];
+      WeightRegs<R, H> w[P];
       if (early) {
         st.bind_weights(args, args.b_codes, args.b_scales, rb, j, lane);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < P; ++h) {
           st.load_weights(w[h]);
           st.advance_weights();
         }
@@ -650,7 +657,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32,
       view = dense_view(args);
       if (early) {
         st.bind_activations(args, view, j, tok0, lane);
-        j = stream_rolling<T, NT, R, H, kFragA>(st, w, j, j_stop, acc);
+        j = stream_rolling<T, NT, R, H, P, kFragA>(st, w, j, j_stop, acc);
       }
       stream_row_block<T, NT, R, U, kFragA>(args, view, rb, j, j_end, tok0, lane, acc);
     } else
