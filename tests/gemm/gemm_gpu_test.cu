@@ -9,7 +9,10 @@
 #include <vector>
 
 #include "common/gpu_test.h"
+#include "format/e2m1.h"
+#include "format/e4m3.h"
 #include "format/float16.h"
+#include "format/scale_layout.h"
 #include "fp4kit/gemm.h"
 #include "fp4kit/layout.h"
 #include "fp4kit/reference.h"
@@ -276,6 +279,96 @@ TEST(GemmGpu, W4A4RaggedAllTactics) {
   // Strided A (lda = k + 64): staging, the fragment-order decode and every tactic read rows at lda.
   EXPECT_GT(run_case({13, 300, 1056, DType::kE2M1x2, DType::kBF16, true, 64}, seed++), 0);
   EXPECT_GT(run_case({9, 200, 544, DType::kE2M1x2, DType::kFP16, false, 32}, seed++), 0);
+}
+
+// W4A4 on the dense dp tiles at 1..2 tokens (K <= 4096) decodes NVFP4 A inside the GEMM (each CTA
+// into shared memory) instead of staging it with a kernel of its own; at more tokens a staging
+// kernel does. The decoded values are exact either way, so every dp tactic must give the same bits
+// as W4A16 on A dequantized on the host (E2M1 x E4M3, no global scale) — ragged K (a partial last
+// chunk), strided A, both output types.
+TEST(GemmGpu, W4A4MatchesW4A16OnDecodedActivationsBitForBit) {
+  FP4KIT_REQUIRE_SM90A();
+  std::mt19937 rng(std::random_device{}());
+  int compared = 0;
+  for (const Case& c : {Case{1, 300, 1056, DType::kE2M1x2, DType::kBF16, true},
+                        Case{2, 300, 1056, DType::kE2M1x2, DType::kFP16, false},
+                        Case{2, 260, 2080, DType::kE2M1x2, DType::kBF16, false, 64},
+                        Case{5, 260, 2080, DType::kE2M1x2, DType::kBF16, false, 64}}) {  // (staged)
+    const int64_t lda = c.k + c.lda_pad;
+    auto w = random_16bit(c.n * c.k, DType::kBF16, rng, 0.05f);
+    auto a16 = random_16bit(c.m * c.k, DType::kBF16, rng, 1.0f);
+    Quantized qb = quantize_cpu(w, DType::kBF16, c.n, c.k, ScaleLayout::kLinear);
+    Quantized qa = quantize_cpu(a16, DType::kBF16, c.m, c.k, ScaleLayout::kSwizzled128x4);
+    // A decoded on the host into the output's 16-bit type, and its codes at row stride lda.
+    std::vector<uint16_t> a_dec(size_t(c.m * c.k));
+    std::vector<uint8_t> codes(size_t(c.m * lda / 2), uint8_t(0xff));
+    const int64_t sf_cols = format::round_up(c.k / 16, 4);
+    for (int64_t r = 0; r < c.m; ++r)
+      for (int64_t k = 0; k < c.k; ++k) {
+        const uint8_t byte = qa.codes[size_t((r * c.k + k) / 2)];
+        const float sf = format::e4m3_to_float(qa.scales[size_t(format::sf_offset_128x4(r, k / 16, sf_cols))]);
+        const float v = format::e2m1_to_float(k % 2 ? format::e2m1_high(byte) : format::e2m1_low(byte)) * sf;
+        a_dec[size_t(r * c.k + k)] = c.d_dtype == DType::kBF16 ? format::float_to_bf16(v) : format::float_to_fp16(v);
+        if (k % 2 == 0) codes[size_t(r * lda / 2 + k / 2)] = byte;
+      }
+    DeviceBuffer<uint8_t> b_codes(qb.codes.size()), b_scales(qb.scales.size()), a_codes(codes.size()),
+        a_scales(qa.scales.size());
+    b_codes.upload(qb.codes);
+    b_scales.upload(qb.scales);
+    a_codes.upload(codes);
+    a_scales.upload(qa.scales);
+    DeviceBuffer<uint16_t> a_dev(a_dec.size()), d4(c.m * c.n), d16(c.m * c.n);
+    a_dev.upload(a_dec);
+    const int64_t packed_bytes = prepacked_weight_bytes(c.n, c.k);
+    DeviceBuffer<uint8_t> packed(packed_bytes);
+    WeightPrepackParams pp;
+    pp.n = c.n, pp.k = c.k;
+    pp.codes = b_codes.ptr;
+    pp.scales = b_scales.ptr;
+    pp.scale_layout = ScaleLayout::kLinear;
+    pp.out = packed.ptr;
+    pp.out_bytes = packed_bytes;
+    FP4_OK(prepack_weights(pp, nullptr));
+    DeviceBuffer<float> alpha(1);
+    alpha.upload({1.0f / (qa.gs * qb.gs)});
+    GemmParams g4;
+    g4.m = c.m, g4.n = c.n, g4.k = c.k;
+    g4.a_dtype = DType::kE2M1x2;
+    g4.a = a_codes.ptr;
+    g4.lda = lda;
+    g4.a_scales = a_scales.ptr;
+    g4.b_prepacked = packed.ptr;
+    g4.b_prepacked_bytes = packed_bytes;
+    g4.alpha = alpha.ptr;
+    g4.d = d4.ptr;
+    g4.d_dtype = c.d_dtype;
+    GemmParams g16 = g4;
+    g16.a_dtype = c.d_dtype;
+    g16.a = a_dev.ptr;
+    g16.lda = c.k;
+    g16.a_scales = nullptr;
+    g16.d = d16.ptr;
+    for (const GemmTacticInfo& t : gemm_tactics()) {
+      const std::string name = t.name;
+      if (name.rfind("decode_dp_m", 0) != 0 && name.rfind("decode_dpr_m", 0) != 0) continue;
+      g4.tactic = g16.tactic = t.id;
+      if (!gemm_tactic_can_implement(t.id, g4).is_ok()) continue;
+      for (bool pdl : {false, true}) {
+        g4.enable_pdl = g16.enable_pdl = pdl;
+        DeviceBuffer<uint8_t> ws(std::max(gemm_workspace_bytes(g4), gemm_workspace_bytes(g16)));
+        CUDA_OK(cudaMemset(d4.ptr, 0xff, c.m * c.n * 2));
+        CUDA_OK(cudaMemset(d16.ptr, 0xff, c.m * c.n * 2));
+        FP4_OK(gemm(g4, ws.ptr, ws.count, nullptr));
+        FP4_OK(gemm(g16, ws.ptr, ws.count, nullptr));
+        CUDA_OK(cudaDeviceSynchronize());
+        const std::vector<uint16_t> x = d4.download(), y = d16.download();
+        EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * 2), 0)
+            << name << " m=" << c.m << " k=" << c.k << " lda=" << lda << " pdl=" << pdl;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 4 * 2 * 4);
 }
 
 TEST(GemmApi, RejectsBadArguments) {

@@ -18,7 +18,30 @@
 namespace fp4kit::gemm_impl {
 namespace {
 
+// W4A4 on a dense row-major dp tile with 1..2 tokens and K <= 4096: bytes of shared memory each CTA
+// takes to decode A itself (decode_dp_kernel's kStageA); else 0, and a staging kernel decodes A into
+// the workspace first. Every CTA decodes all of A after its PDL wait, which costs more than the
+// staging kernel's launch and dependency beyond that (H100 session 15, graph replay with PDL,
+// in-kernel vs staging: o M = 1 / 2 5.54 / 6.37 vs 6.51 / 7.08 us, qkv 7.65 / 8.55 vs 9.55 / 9.64,
+// gate_up -2.6 / -0.8 %; but 8192x8192 M = 2..5 +7..+38 %, down M = 1..3 +7..+33 %, 8192x28672 M = 1
+// +9 %; docs/PERF.md).
+constexpr size_t kStageAMaxBytes = 100 * 1024;  // two CTAs per SM
+// Row stride of A in shared memory (elements): whole chunks plus 8 elements, so that the rows a
+// warp's lanes read at once start 16 bytes (4 banks) apart instead of on the same banks.
+int64_t stage_a_row(const GemmParams& p) { return prepacked_shape(p.n, p.k).k_pad + 8; }
+sm90::DecodeKernelFn stage_kernel_for(const Tactic& t, const GemmParams& p) {
+  if (p.a_dtype != DType::kE2M1x2 || t.family != Family::kDecode || !t.dp || t.frag_a) return nullptr;
+  if (operand_type(p) == DType::kBF16) return sm90::decode_dp_stage_kernel_for<__nv_bfloat16>(t.nt, t.rows, t.unroll, t.roll);
+  return sm90::decode_dp_stage_kernel_for<__half>(t.nt, t.rows, t.unroll, t.roll);
+}
+size_t stage_a_smem_bytes(const Tactic& t, const GemmParams& p) {
+  if (p.m > 2 || p.k > 4096 || !stage_kernel_for(t, p)) return 0;
+  const size_t bytes = size_t(p.m) * size_t(stage_a_row(p)) * 2;
+  return bytes <= kStageAMaxBytes ? bytes : 0;
+}
+
 sm90::DecodeKernelFn kernel_for(const Tactic& t, const GemmParams& p) {
+  if (stage_a_smem_bytes(t, p) > 0) return stage_kernel_for(t, p);
   if (t.frag_a) {
     if (operand_type(p) == DType::kBF16)
       return sm90::decode_dpf_kernel_for<__nv_bfloat16, __nv_bfloat16>(t.nt, t.rows, t.unroll, t.roll);
@@ -118,7 +141,18 @@ sm90::DecodeGemmArgs decode_args(const DecodeGeometry& g, int64_t n, int64_t k, 
 // safe. A memset node is graph-capturable.
 // With `pdl` the kernel is launched with programmatic stream serialization (GemmParams::enable_pdl).
 Status decode_run(sm90::DecodeKernelFn fn, const DecodeGeometry& g, const sm90::DecodeGemmArgs& a,
-                  cudaStream_t stream, const std::string& api, const std::string& tactic, bool pdl = false) {
+                  cudaStream_t stream, const std::string& api, const std::string& tactic, bool pdl = false,
+                  size_t smem = 0) {
+  if (smem > 0) {  // once per kernel: allow the dynamic shared memory of kStageA (beside its static 4-8 KB)
+    static std::mutex mu;
+    static std::unordered_map<const void*, bool> allowed;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!allowed[reinterpret_cast<const void*>(fn)]) {
+      FP4KIT_CUDA_RETURN(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kStageAMaxBytes)),
+                         (api + ": shared memory of " + tactic).c_str());
+      allowed[reinterpret_cast<const void*>(fn)] = true;
+    }
+  }
   if (g.counters > 0)
     FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), (api + ": counter reset").c_str());
   // A grid with fewer CTAs than SMs does not take PDL: the next grid's CTAs, launched early into the
@@ -126,7 +160,7 @@ Status decode_run(sm90::DecodeKernelFn fn, const DecodeGeometry& g, const sm90::
   // 21.3 -> 26.7 us per call in graph replay with PDL).
   pdl = pdl && g.ctas * g.token_groups >= sm_count();
   const cudaError_t e = launch_kernel(fn, dim3(unsigned(g.ctas), unsigned(g.token_groups)),
-                                      dim3(sm90::kDecodeWarps * 32), 0, stream, pdl, a);
+                                      dim3(sm90::kDecodeWarps * 32), smem, stream, pdl, a);
   return detail::cuda_status(e == cudaSuccess ? cudaGetLastError() : e, (api + ": launch " + tactic).c_str());
 }
 
@@ -163,6 +197,7 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
   const DecodeGeometry g = geometry(t, p_in);
   GemmParams p = p_in;
   bool pdl = p_in.enable_pdl;
+  const size_t stage_smem = stage_a_smem_bytes(t, p_in);  // > 0: the GEMM decodes A itself
   if (t.frag_a) {
     // One kernel copies (W4A16) or decodes (W4A4) A into fragment order.
     FP4KIT_RETURN_IF_ERROR(arrange_activations(p_in, workspace, stream));
@@ -175,18 +210,27 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
     // launch early (its weights were final before the arrangement started).
     pdl = true;
   } else {
-    FP4KIT_RETURN_IF_ERROR(stage_activations(p, workspace, stream));
+    if (stage_smem == 0) FP4KIT_RETURN_IF_ERROR(stage_activations(p, workspace, stream));
     workspace = static_cast<uint8_t*>(workspace) + staged_a_bytes(p_in);
   }
   // Behind a staging kernel of our own each warp also asks L2 for the next chunks of its rows while
   // it waits (the rule and its measurements: decode_l2_prefetch_chunks, tactics.h).
-  const int l2_prefetch = decode_l2_prefetch_chunks(t, p_in.a_dtype, p_in.enable_pdl);
+  // (Not when the GEMM decodes A itself: it then waits for the caller's kernel, like W4A16, and lost
+  // 0-4 % with the prefetch, session 15.)
+  const int l2_prefetch = stage_smem > 0 ? 0 : decode_l2_prefetch_chunks(t, p_in.a_dtype, p_in.enable_pdl);
   const PrepackedShape s = prepacked_shape(p.n, p.k);
   sm90::DecodeGemmArgs a = decode_args(g, p.n, p.k, p.a, p.lda, p.b_prepacked, p.alpha, p.d, p.ldd, workspace);
   a.m = int(p.m);
   a.b_scales = reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.b_prepacked) + s.code_bytes());
   a.bias = p.bias;
   a.l2_prefetch_chunks = l2_prefetch;
+  if (stage_smem > 0) {  // NVFP4 A, decoded by each CTA into [m][k_pad] 16-bit shared memory
+    a.lda = stage_a_row(p);
+    a.a_scales = static_cast<const uint8_t*>(p.a_scales);
+    a.a_row_bytes = (p.lda ? p.lda : p.k) / 2;
+    a.a_sf_cols = format::round_up(p.k / 16, 4);
+    return decode_run(kernel_for(t, p_in), g, a, stream, "gemm", t.name, pdl, stage_smem);
+  }
   // (W4A4: the staging kernel above is then the kernel this one depends on.)
   return decode_run(kernel_for(t, p), g, a, stream, "gemm", t.name, pdl);
 }

@@ -24,8 +24,12 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "format/e2m1.h"
+#include "format/e4m3.h"
+#include "format/scale_layout.h"
 #include "gemm/fragment_activations.h"
 #include "gemm/prepacked_layout.h"
+#include "gemm/sm90/pack_pair.cuh"
 #include "gemm/sm90/fragment_decode.cuh"
 #include "gemm/sm90/stream_k.cuh"
 
@@ -71,6 +75,12 @@ struct DecodeGemmArgs {
   // kernel of our own (W4A4 staging, fragment-order arrangement; decode_l2_prefetch_chunks), during
   // which HBM would otherwise idle.
   int l2_prefetch_chunks;
+  // decode_dp_kernel with kStageA (W4A4, dense): A is NVFP4 — codes (args.a, a_row_bytes per row) and
+  // E4M3 scales in the 128x4 layout (a_scales, a_sf_cols padded scale columns) — and each CTA
+  // decodes it into shared memory first ([m][lda] 16-bit, lda = whole chunks, zero padded).
+  const uint8_t* a_scales;
+  int64_t a_row_bytes;
+  int64_t a_sf_cols;
 };
 
 __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
@@ -261,7 +271,14 @@ struct WeightRegs {
 // predicates per load, ~40 % of the loop's instructions).
 // kFragA: A is in B-fragment order (fragment_activations.h): a chunk's fragments of one token tile
 // are two 128-bit loads per lane instead of eight 32-bit ones.
-template <typename T, int NT, int R, int U, bool kFragA = false>
+template <bool kSmem>
+__device__ __forceinline__ unsigned int load_act_word(const unsigned int* p) {
+  if constexpr (kSmem) return *p;  // shared memory (decode_dp_kernel's kStageA)
+  else return __ldg(p);
+}
+
+// kSmemA: row-major A in shared memory, zero-padded to whole chunks (kStageA).
+template <typename T, int NT, int R, int U, bool kFragA = false, bool kSmemA = false>
 struct RowBlockStream {
   static constexpr int kActStride = kFragA ? 32 * kFragmentWordsPerLane : 32;  // words per chunk
   const uint4* codes[R];
@@ -328,8 +345,8 @@ struct RowBlockStream {
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int s = 0; s < 4; ++s) {
-          act_regs[nt][s][0] = __ldg(act[nt] + u * 32 + s * 8);
-          act_regs[nt][s][1] = __ldg(act[nt] + u * 32 + s * 8 + 4);
+          act_regs[nt][s][0] = load_act_word<kSmemA>(act[nt] + u * 32 + s * 8);
+          act_regs[nt][s][1] = load_act_word<kSmemA>(act[nt] + u * 32 + s * 8 + 4);
         }
     }
   }
@@ -364,12 +381,12 @@ __device__ __forceinline__ int64_t full_chunks(const DecodeGemmArgs& args) { ret
 
 // Streams the groups of G chunks of row block rb from chunk j while they end by j_stop, without
 // checks (RowBlockStream); returns the first chunk not streamed.
-template <typename T, int NT, int R, int G, bool kFragA>
+template <typename T, int NT, int R, int G, bool kFragA, bool kSmemA = false>
 __device__ __forceinline__ int64_t stream_unchecked(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
                                                     int64_t j, int64_t j_stop, int tok0, int lane,
                                                     float (&acc)[R][NT][4]) {
   if (j + G > j_stop) return j;
-  RowBlockStream<T, NT, R, G, kFragA> st;
+  RowBlockStream<T, NT, R, G, kFragA, kSmemA> st;
   st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
   st.bind_activations(args, v, j, tok0, lane);
   for (; j + G <= j_stop; j += G) {
@@ -384,13 +401,14 @@ __device__ __forceinline__ int64_t stream_unchecked(const DecodeGemmArgs& args, 
 // Accumulates chunks [j, j_end) of row block rb: unchecked full groups, then the checked remainder.
 // kFragA: the arranged activations, like the prepacked weights, are zero-padded to whole chunks, so
 // every chunk is read unchecked; the last partial group goes chunk by chunk.
-template <typename T, int NT, int R, int U, bool kFragA = false>
+// kSmemA (A staged in shared memory, zero-padded to whole chunks): the same.
+template <typename T, int NT, int R, int U, bool kFragA = false, bool kSmemA = false>
 __device__ __forceinline__ void stream_row_block(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
                                                  int64_t j, int64_t j_end, int tok0, int lane,
                                                  float (&acc)[R][NT][4]) {
-  if constexpr (kFragA) {
-    j = stream_unchecked<T, NT, R, U, true>(args, v, rb, j, j_end, tok0, lane, acc);
-    stream_unchecked<T, NT, R, 1, true>(args, v, rb, j, j_end, tok0, lane, acc);
+  if constexpr (kFragA || kSmemA) {
+    j = stream_unchecked<T, NT, R, U, kFragA, kSmemA>(args, v, rb, j, j_end, tok0, lane, acc);
+    stream_unchecked<T, NT, R, 1, kFragA, kSmemA>(args, v, rb, j, j_end, tok0, lane, acc);
   } else {
     j = stream_unchecked<T, NT, R, U, false>(args, v, rb, j, min(j_end, full_chunks(args)), tok0, lane, acc);
     for (; j < j_end; j += U) {
@@ -408,8 +426,8 @@ __device__ __forceinline__ void stream_row_block(const DecodeGemmArgs& args, con
 // (st's weight cursor at j + U, its activation cursor at j); streams the full groups before j_stop
 // and returns the first chunk not streamed. H100 (docs/PERF.md, session 15): faster where each warp's stream is short
 // (down / o / gate_up / 8192x8192 at 6..8 tokens: 3-11 %), slower on the longest streams.
-template <typename T, int NT, int R, int H, int P, bool kFragA>
-__device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kFragA>& st, WeightRegs<R, H> (&w)[P],
+template <typename T, int NT, int R, int H, int P, bool kFragA, bool kSmemA>
+__device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kFragA, kSmemA>& st, WeightRegs<R, H> (&w)[P],
                                                   int64_t j, int64_t j_stop, float (&acc)[R][NT][4]) {
   for (; j + 2 * P * H <= j_stop; j += P * H) {
 #pragma unroll
@@ -453,7 +471,7 @@ __device__ __forceinline__ void stream_row_block_rolling(const DecodeGemmArgs& a
       st.advance_weights();
     }
     st.bind_activations(args, v, j, tok0, lane);
-    j = stream_rolling<T, NT, R, H, P, kFragA>(st, w, j, j_stop, acc);
+    j = stream_rolling(st, w, j, j_stop, acc);
   }
   stream_row_block<T, NT, R, U, kFragA>(args, v, rb, j, j_end, tok0, lane, acc);
 }
@@ -573,6 +591,38 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
   }
 }
 
+// kStageA: the whole CTA decodes A (NVFP4, args.a / a_scales) exactly into shared memory as [m][lda]
+// 16-bit values (lda = whole chunks, zero padded), then returns the view reading it. The same values
+// as stage_activations (an E2M1 value times an E4M3 scale fits BF16 and FP16 exactly), without a
+// kernel of its own between the previous GEMM and this one.
+template <typename T>
+__device__ __forceinline__ DecodeView stage_a_in_shared(const DecodeGemmArgs& args, T* sa) {
+  const int blocks_pad = int(args.lda / 16), blocks = args.k / 16;  // lda: whole chunks + 8 (bank offset)
+  const int total = args.m * blocks_pad;  // 16-element blocks, one E4M3 scale each
+  const uint8_t* codes = static_cast<const uint8_t*>(args.a);
+  for (int b = threadIdx.x; b < total; b += blockDim.x) {
+    const int row = b / blocks_pad, kb = b - row * blocks_pad;
+    uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (kb < blocks) {
+      const uint2 c = __ldg(reinterpret_cast<const uint2*>(codes + int64_t(row) * args.a_row_bytes + kb * 8));
+      const float sf = format::e4m3_to_float(__ldg(args.a_scales + format::sf_offset_128x4(row, kb, args.a_sf_cols)));
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const uint8_t byte = uint8_t(((i < 4 ? c.x : c.y) >> (8 * (i & 3))) & 0xFFu);
+        w[i] = pack_pair<T>(format::e2m1_to_float(format::e2m1_low(byte)) * sf,
+                            format::e2m1_to_float(format::e2m1_high(byte)) * sf);
+      }
+    }
+    uint4* dst = reinterpret_cast<uint4*>(sa + int64_t(row) * args.lda + kb * 16);
+    dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
+  }
+  __syncthreads();
+  DecodeView v = dense_view(args);
+  v.a = sa;
+  return v;
+}
+
 // Data-parallel variant ("dp"): each CTA takes 8 / kw consecutive row blocks (of one slot in
 // grouped mode) of one token tile; each row block is computed by kw warps (args.dp_kw) that split
 // its K into equal chunk ranges, and their FP32 partial sums are added in warp order through
@@ -588,11 +638,14 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 // before the launch; args.a points to it). Its tiles of up to 16 tokens are bounded to 2 CTAs/SM
 // (128 registers), where the 4-chunk 16-token configurations still fit without spills.
 template <typename T, typename OutT, int NT, int R, int U, bool G = false, bool kReady = false, bool kFragA = false,
-          bool kRoll = false>
+          bool kRoll = false, bool kStageA = false>
 __global__ void __launch_bounds__(kDecodeWarps * 32,
                                   kReady || (kFragA && NT <= 2) || (kRoll && R > 1) ? 2 : decode_min_ctas_per_sm<NT, R, G>())
     decode_dp_kernel(const DecodeGemmArgs args) {
   static_assert(!(G && kFragA), "grouped mode reads row-major activations");
+  static_assert(!kStageA || (!G && !kFragA), "kStageA: dense mode, row-major A");
+  // Activations zero-padded to whole chunks: every chunk is read unchecked.
+  constexpr bool kPadded = kFragA || kStageA;
   constexpr int kAcc = R * NT * 4;
   __shared__ float partial[kDecodeWarps][kAcc][32];
   const int lane = threadIdx.x & 31;
@@ -604,6 +657,15 @@ __global__ void __launch_bounds__(kDecodeWarps * 32,
   const int64_t ctas_per_slot = (args.row_blocks + per_cta - 1) / per_cta;
   int64_t cta = blockIdx.x;
   DecodeView view{};
+  // Dense mode, after the PDL wait: the problem's view (kStageA: with A decoded into shared memory).
+  auto wait_view = [](const DecodeGemmArgs& x) {
+    if constexpr (kStageA) {
+      extern __shared__ __align__(16) uint8_t staged_a[];
+      return stage_a_in_shared<T>(x, reinterpret_cast<T*>(staged_a));
+    } else {
+      return dense_view(x);
+    }
+  };
   if constexpr (G) {
     // Programmatic dependent launch (no-ops without it): let the next kernel launch at once (its
     // early launch is worth up to 14 % at MoE T = 16, docs/PERF.md session 5). The activations come
@@ -633,9 +695,9 @@ __global__ void __launch_bounds__(kDecodeWarps * 32,
     if constexpr (kRoll) {
       static_assert(!G && U % 2 == 0, "rolling load groups: not with kReady; an even number of chunks per group");
       constexpr int P = roll_parts<NT, R, U>(), H = U / P;
-      const int64_t j_stop = kFragA ? j_end : min(j_end, full_chunks(args));  // unchecked full groups
+      const int64_t j_stop = kPadded ? j_end : min(j_end, full_chunks(args));  // unchecked full groups
       const bool early = j + U <= j_stop;
-      RowBlockStream<T, NT, R, H, kFragA> st;
+      RowBlockStream<T, NT, R, H, kFragA, kStageA> st;
       WeightRegs<R, H> w[P];
       if (early) {
         st.bind_weights(args, args.b_codes, args.b_scales, rb, j, lane);
@@ -654,16 +716,16 @@ __global__ void __launch_bounds__(kDecodeWarps * 32,
         }
       }
       grid_dependency_wait();
-      view = dense_view(args);
+      view = wait_view(args);
       if (early) {
         st.bind_activations(args, view, j, tok0, lane);
-        j = stream_rolling<T, NT, R, H, P, kFragA>(st, w, j, j_stop, acc);
+        j = stream_rolling(st, w, j, j_stop, acc);
       }
-      stream_row_block<T, NT, R, U, kFragA>(args, view, rb, j, j_end, tok0, lane, acc);
+      stream_row_block<T, NT, R, U, kFragA, kStageA>(args, view, rb, j, j_end, tok0, lane, acc);
     } else
     {
-    const bool early = j + U <= (kFragA ? j_end : min(j_end, full_chunks(args)));
-    RowBlockStream<T, NT, R, U, kFragA> st;
+    const bool early = j + U <= (kPadded ? j_end : min(j_end, full_chunks(args)));
+    RowBlockStream<T, NT, R, U, kFragA, kStageA> st;
     WeightRegs<R, U> w;
     if (early) {
       st.bind_weights(args, G ? view.b_codes : args.b_codes, G ? view.b_scales : args.b_scales, rb, j, lane);
@@ -679,13 +741,13 @@ __global__ void __launch_bounds__(kDecodeWarps * 32,
       }
     }
     grid_dependency_wait();
-    if constexpr (!G) view = dense_view(args);
+    if constexpr (!G) view = wait_view(args);
     if (early) {
       st.bind_activations(args, view, j, tok0, lane);
       st.compute(w, acc);
       j += U;
     }
-    stream_row_block<T, NT, R, U, kFragA>(args, view, rb, j, j_end, tok0, lane, acc);
+    stream_row_block<T, NT, R, U, kFragA, kStageA>(args, view, rb, j, j_end, tok0, lane, acc);
     }
   } else if constexpr (kRoll) {
     stream_row_block_rolling<T, NT, R, U, false>(args, view, rb, j_begin, j_end, tok0, lane, acc);

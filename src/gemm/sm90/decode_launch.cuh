@@ -85,6 +85,20 @@ DecodeKernelFn decode_dpf_kernel_for(int nt, int r, int u, bool roll = false) {
   return nullptr;
 }
 
+// Dense dp kernels that decode W4A4's NVFP4 A into shared memory themselves (kStageA), or null.
+// Instantiated in decode_w4a16_*.cu.
+template <typename T>
+DecodeKernelFn decode_dp_stage_kernel_for(int nt, int r, int u, bool roll) {
+#define FP4KIT_DECODE_STAGE_CASE(NT, R, U)                                                                  \
+  if (nt == NT && r == R && u == U)                                                                         \
+    return roll ? &decode_dp_kernel<T, T, NT, R, U, false, false, false, true, true>                        \
+                : &decode_dp_kernel<T, T, NT, R, U, false, false, false, false, true>;
+  FP4KIT_DECODE_STAGE_CASE(1, 1, 4)
+  FP4KIT_DECODE_STAGE_CASE(1, 2, 4)
+#undef FP4KIT_DECODE_STAGE_CASE
+  return nullptr;
+}
+
 // Grouped balanced dp kernels (decode_dp_balanced_kernel: kw = 1, units per warp round-robin), or
 // null for configurations without one. Instantiated in grouped_decode_*.cu.
 template <typename T>
@@ -113,6 +127,7 @@ namespace fp4kit::gemm_impl::sm90 {
   extern template DecodeKernelFn decode_kernel_for<T, T>(int, int, int);               \
   extern template DecodeKernelFn decode_dp_kernel_for<T, T, false>(int, int, int, bool); \
   extern template DecodeKernelFn decode_dpf_kernel_for<T, T>(int, int, int, bool);     \
+  extern template DecodeKernelFn decode_dp_stage_kernel_for<T>(int, int, int, bool);   \
   extern template DecodeKernelFn grouped_decode_kernel_for<T>(int, int, int);          \
   extern template DecodeKernelFn decode_dp_kernel_for<T, T, true>(int, int, int, bool);  \
   extern template DecodeKernelFn decode_dp_ready_kernel_for<T>(int, int, int);         \
