@@ -181,7 +181,7 @@ bool decode_roll(int nt, int rows, int64_t chunks_per_warp) {
   return rows == 1 ? chunks_per_warp <= 16 : chunks_per_warp >= 16 && chunks_per_warp <= 32;
 }
 
-int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
+int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w4a4) {
   // H100, W4A16, M = 1..16 over the bench shapes (docs/PERF.md, session 2): one CTA per 16- or
   // 32-row block, K split over its 8 warps, beats stream-K over warps everywhere there are enough
   // CTAs (8192x8192 M=1: 20.7 vs 29.0 us; 4096x4096: 9.3 vs 18.9 us); 32-row blocks from 5 tokens
@@ -231,12 +231,15 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count) {
   // 1..2 tokens: 16-row blocks with rolling load groups whenever their CTAs fit one wave and each
   // warp's range is not long (H100 session 15, M = 1, graph us: 8192x8192 13.5 vs 14.7 for the
   // plain 32-row blocks, gate_up 22.8 vs 24.0, down 12.3 vs 13.1, o 5.0 vs 5.5; qkv (1.5 waves of
-  // 16-row CTAs) and 8192x28672 (112 chunks per warp) keep the plain tiles).
-  if (m <= 2) {
+  // 16-row CTAs) and 8192x28672 (112 chunks per warp) keep the plain tiles). 3 tokens (4 in W4A16)
+  // only up to 32 chunks per warp (run 210, M = 3 / 4 W4A16: 8192x8192 13.99 / 14.77 vs 15.14 /
+  // 15.49 for r32, down 13.36 / 14.17 vs 13.71 / 14.56, o 5.53 / 6.08 vs 5.96 / 6.36; gate_up at 64
+  // chunks lost from 4 tokens on, 8192x8192 W4A4 at 4 tokens +3.5 %, everything at 5).
+  if (m <= (w4a4 ? 3 : 4)) {
     const int64_t row_blocks = (rows + 15) / 16;
     const int64_t kw16 = dense_dp_warps_per_row_block(row_blocks, k_chunks, int(slots / 2));
     const int64_t ctas16 = (row_blocks * kw16 + 7) / 8;
-    if (ctas16 <= slots && k_chunks / kw16 <= 64) return decode_dp_id(1, 1, 4, true);
+    if (ctas16 <= slots && k_chunks / kw16 <= (m <= 2 ? 64 : 32)) return decode_dp_id(1, 1, 4, true);
   }
   return decode_dp_id(1, r32 ? 2 : 1, 4);
 }
@@ -399,7 +402,7 @@ static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count) {
   if (const int id = small_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   if (const int id = mid_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   // The dp decode family wherever its CTAs fill the GPU: up to 16 tokens, up to 32 on small layers.
-  if (const int id = decode_dp_heuristic(p.m, p.n, p.k, sm_count); id >= 0) return id;
+  if (const int id = decode_dp_heuristic(p.m, p.n, p.k, sm_count, p.a_dtype == DType::kE2M1x2); id >= 0) return id;
   // H100 measurements (docs/PERF.md): above 16 tokens the wgmma family's 128x64 tile already beats
   // the decode family's 32-token tiles. (W4A4 decodes A into the workspace first in both families,
   // so it follows the same rule.)

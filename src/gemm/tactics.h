@@ -52,7 +52,8 @@ int heuristic_tactic(const GemmParams& p, int sm_count);
 int fit_token_tile(int id, int64_t m);
 // The data-parallel decode tactic for m tokens over `rows` weight rows of depth k, or -1 when
 // stream-K is the better decomposition (too few CTAs to fill the GPU).
-int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count);
+// (w4a4: A is NVFP4; the rolling 16-row tile stops at 3 tokens instead of 4.)
+int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w4a4 = false);
 
 // Warps per row block of the dp decode kernel (decode_host.cu) from K alone: the largest power of
 // two <= k_chunks / 8 within [1, 8], so that each warp streams >= ~8 chunks (two load groups).

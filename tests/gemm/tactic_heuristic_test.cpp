@@ -34,15 +34,26 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(1, 8192, 28672), "decode_dp_m8_r32_u4");  // 16-row blocks: 112 chunks per warp
   EXPECT_EQ(pick(1, 6144, 4096), "decode_dp_m8_r32_u4");   // 16-row blocks: 1.5 waves
   EXPECT_EQ(pick(2, 6144, 4096), "decode_dp_m8_r32_u4");
-  EXPECT_EQ(pick(4, 14336, 4096), "decode_dp_m8_r32_u4");
-  EXPECT_EQ(pick(4, 4096, 4096), "decode_dp_m8_r16_u4");
+  EXPECT_EQ(pick(4, 14336, 4096), "decode_dpr_m8_r16_u4");  // 16-row CTAs: one wave, 32 chunks per warp
+  EXPECT_EQ(pick(5, 4096, 4096), "decode_dp_m8_r16_u4");
   EXPECT_EQ(pick(5, 4096, 14336), "decode_dp_m8_r16_u4");
-  EXPECT_EQ(pick(3, 8192, 8192), "decode_dp_m8_r32_u4");
+  EXPECT_EQ(pick(5, 8192, 8192), "decode_dp_m8_r32_u4");
+  EXPECT_EQ(pick(3, 28672, 4096), "decode_dp_m8_r32_u4");  // rolling 16-row tile: 64 chunks per warp
   // 1..2 tokens: 16-row blocks with rolling load groups where those CTAs fit one wave.
   EXPECT_EQ(pick(1, 4096, 4096), "decode_dpr_m8_r16_u4");
   EXPECT_EQ(pick(1, 4096, 14336), "decode_dpr_m8_r16_u4");
   EXPECT_EQ(pick(2, 28672, 4096), "decode_dpr_m8_r16_u4");
   EXPECT_EQ(pick(1, 8192, 8192), "decode_dpr_m8_r16_u4");
+  // ... and at 3 tokens (4 in W4A16) where each warp streams <= 32 chunks.
+  EXPECT_EQ(pick(3, 8192, 8192), "decode_dpr_m8_r16_u4");
+  EXPECT_EQ(pick(4, 4096, 14336), "decode_dpr_m8_r16_u4");
+  {
+    GemmParams p;
+    p.m = 4, p.n = 8192, p.k = 8192, p.a_dtype = DType::kE2M1x2;
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dp_m8_r32_u4");
+    p.m = 3;
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpr_m8_r16_u4");
+  }
   // 6..8 tokens: the same tiles on A in fragment order, rolling unless a warp's K range is long
   // (or, with 32-row blocks, short).
   EXPECT_EQ(pick(8, 8192, 8192), "decode_dpfr_m8_r32_u4");
