@@ -15,6 +15,7 @@
 #include "format/scale_layout.h"
 #include "fp4kit/gemm.h"
 #include "fp4kit/layout.h"
+#include "fp4kit/quantize.h"
 #include "fp4kit/reference.h"
 
 using namespace fp4kit;
@@ -236,7 +237,7 @@ TEST(GemmGpu, W4A16RaggedAllTactics) {
   uint32_t seed = std::random_device{}();
   int total = 0;
   for (int64_t m : {1, 3, 17, 100})
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{100, 1040}, {300, 48}, {1, 4112}, {1000, 2064}}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{100, 1040}, {300, 48}, {1, 4112}, {1000, 2064}, {260, 960}}) {
       total += run_case({m, n, k, DType::kBF16, DType::kBF16, m % 2 == 1}, seed++);
       if (HasFailure()) return;
     }
@@ -272,7 +273,8 @@ TEST(GemmGpu, W4A4RaggedAllTactics) {
   uint32_t seed = std::random_device{}();
   // W4A4 needs k % 32 == 0 (16-byte rows of packed A); N and M stay ragged.
   for (int64_t m : {1, 17, 100, 777})
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{100, 1056}, {1000, 2080}}) {
+    // (K = 960: 15 chunks, one warp per row block, so the rolling loops run twice plus a remainder.)
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{100, 1056}, {1000, 2080}, {260, 960}}) {
       EXPECT_GT(run_case({m, n, k, DType::kE2M1x2, m == 17 ? DType::kFP16 : DType::kBF16, true}, seed++), 0);
       if (HasFailure()) return;
     }
@@ -290,18 +292,57 @@ TEST(GemmGpu, W4A4MatchesW4A16OnDecodedActivationsBitForBit) {
   FP4KIT_REQUIRE_SM90A();
   std::mt19937 rng(std::random_device{}());
   int compared = 0;
+  // The last case's grid (256 CTAs) is large enough for programmatic dependent launch, and its A is
+  // quantized on the GPU by the kernel right before the GEMM: A read before the PDL wait shows.
   for (const Case& c : {Case{1, 300, 1056, DType::kE2M1x2, DType::kBF16, true},
                         Case{2, 300, 1056, DType::kE2M1x2, DType::kFP16, false},
-                        Case{2, 260, 2080, DType::kE2M1x2, DType::kBF16, false, 64},
-                        Case{5, 260, 2080, DType::kE2M1x2, DType::kBF16, false, 64}}) {  // (staged)
+                        Case{2, 260, 2080, DType::kE2M1x2, DType::kBF16, true, 64},
+                        Case{1, 260, 960, DType::kE2M1x2, DType::kBF16, false},
+                        Case{2, 200, 32, DType::kE2M1x2, DType::kFP16, true},
+                        Case{5, 260, 2080, DType::kE2M1x2, DType::kBF16, false, 64},  // (staged)
+                        Case{2, 4096, 4096, DType::kE2M1x2, DType::kBF16, true}}) {
+    const bool gpu_quant = c.n == 4096;
     const int64_t lda = c.k + c.lda_pad;
     auto w = random_16bit(c.n * c.k, DType::kBF16, rng, 0.05f);
     auto a16 = random_16bit(c.m * c.k, DType::kBF16, rng, 1.0f);
     Quantized qb = quantize_cpu(w, DType::kBF16, c.n, c.k, ScaleLayout::kLinear);
     Quantized qa = quantize_cpu(a16, DType::kBF16, c.m, c.k, ScaleLayout::kSwizzled128x4);
-    // A decoded on the host into the output's 16-bit type, and its codes at row stride lda.
+    std::vector<uint16_t> bias(c.n);
+    for (auto& b : bias) b = c.d_dtype == DType::kBF16 ? format::float_to_bf16(float(rng() % 200) / 100 - 1)
+                                                          : format::float_to_fp16(float(rng() % 200) / 100 - 1);
+    DeviceBuffer<uint8_t> b_codes(qb.codes.size()), b_scales(qb.scales.size()), a_codes(size_t(c.m * lda / 2)),
+        a_scales(qa.scales.size());
+    DeviceBuffer<uint16_t> a_in(a16.size()), bias_dev(c.n);
+    DeviceBuffer<float> a_gs(1);
+    b_codes.upload(qb.codes);
+    b_scales.upload(qb.scales);
+    bias_dev.upload(bias);
+    a_in.upload(a16);
+    a_gs.upload({qa.gs});
+    Nvfp4QuantizeParams q;  // the GPU quantizer (gpu_quant), writing A at row stride lda
+    q.input = a_in.ptr;
+    q.rows = c.m, q.cols = c.k;
+    q.global_scale = a_gs.ptr;
+    q.out_codes = a_codes.ptr;
+    q.out_codes_bytes = int64_t(a_codes.count);
+    q.out_scales = a_scales.ptr;
+    q.out_scales_bytes = int64_t(a_scales.count);
+    q.scale_layout = ScaleLayout::kSwizzled128x4;
+    q.enable_pdl = true;
+    if (gpu_quant) {
+      ASSERT_EQ(lda, c.k);
+      FP4_OK(quantize_nvfp4(q, nullptr));
+      CUDA_OK(cudaDeviceSynchronize());
+      qa.codes = a_codes.download();
+      qa.scales = a_scales.download();
+    } else {
+      std::vector<uint8_t> codes(size_t(c.m * lda / 2), uint8_t(0xff));
+      for (int64_t r = 0; r < c.m; ++r) std::copy_n(qa.codes.begin() + r * c.k / 2, c.k / 2, codes.begin() + r * lda / 2);
+      a_codes.upload(codes);
+      a_scales.upload(qa.scales);
+    }
+    // A decoded on the host into the output's 16-bit type.
     std::vector<uint16_t> a_dec(size_t(c.m * c.k));
-    std::vector<uint8_t> codes(size_t(c.m * lda / 2), uint8_t(0xff));
     const int64_t sf_cols = format::round_up(c.k / 16, 4);
     for (int64_t r = 0; r < c.m; ++r)
       for (int64_t k = 0; k < c.k; ++k) {
@@ -309,14 +350,7 @@ TEST(GemmGpu, W4A4MatchesW4A16OnDecodedActivationsBitForBit) {
         const float sf = format::e4m3_to_float(qa.scales[size_t(format::sf_offset_128x4(r, k / 16, sf_cols))]);
         const float v = format::e2m1_to_float(k % 2 ? format::e2m1_high(byte) : format::e2m1_low(byte)) * sf;
         a_dec[size_t(r * c.k + k)] = c.d_dtype == DType::kBF16 ? format::float_to_bf16(v) : format::float_to_fp16(v);
-        if (k % 2 == 0) codes[size_t(r * lda / 2 + k / 2)] = byte;
       }
-    DeviceBuffer<uint8_t> b_codes(qb.codes.size()), b_scales(qb.scales.size()), a_codes(codes.size()),
-        a_scales(qa.scales.size());
-    b_codes.upload(qb.codes);
-    b_scales.upload(qb.scales);
-    a_codes.upload(codes);
-    a_scales.upload(qa.scales);
     DeviceBuffer<uint16_t> a_dev(a_dec.size()), d4(c.m * c.n), d16(c.m * c.n);
     a_dev.upload(a_dec);
     const int64_t packed_bytes = prepacked_weight_bytes(c.n, c.k);
@@ -340,6 +374,7 @@ TEST(GemmGpu, W4A4MatchesW4A16OnDecodedActivationsBitForBit) {
     g4.b_prepacked = packed.ptr;
     g4.b_prepacked_bytes = packed_bytes;
     g4.alpha = alpha.ptr;
+    g4.bias = c.bias ? bias_dev.ptr : nullptr;
     g4.d = d4.ptr;
     g4.d_dtype = c.d_dtype;
     GemmParams g16 = g4;
@@ -358,17 +393,21 @@ TEST(GemmGpu, W4A4MatchesW4A16OnDecodedActivationsBitForBit) {
         DeviceBuffer<uint8_t> ws(std::max(gemm_workspace_bytes(g4), gemm_workspace_bytes(g16)));
         CUDA_OK(cudaMemset(d4.ptr, 0xff, c.m * c.n * 2));
         CUDA_OK(cudaMemset(d16.ptr, 0xff, c.m * c.n * 2));
+        if (gpu_quant) {  // poison A, then let the quantizer rewrite it just before the GEMM
+          CUDA_OK(cudaMemset(a_codes.ptr, 0x77, a_codes.count));
+          FP4_OK(quantize_nvfp4(q, nullptr));
+        }
         FP4_OK(gemm(g4, ws.ptr, ws.count, nullptr));
         FP4_OK(gemm(g16, ws.ptr, ws.count, nullptr));
         CUDA_OK(cudaDeviceSynchronize());
         const std::vector<uint16_t> x = d4.download(), y = d16.download();
         EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * 2), 0)
-            << name << " m=" << c.m << " k=" << c.k << " lda=" << lda << " pdl=" << pdl;
+            << name << " m=" << c.m << " n=" << c.n << " k=" << c.k << " lda=" << lda << " pdl=" << pdl;
         ++compared;
       }
     }
   }
-  EXPECT_GE(compared, 4 * 2 * 4);
+  EXPECT_GE(compared, 7 * 2 * 4);
 }
 
 TEST(GemmApi, RejectsBadArguments) {

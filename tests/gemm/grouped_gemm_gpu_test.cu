@@ -184,6 +184,7 @@ TEST(GroupedGemmGpu, RaggedGroupsEveryTactic) {
   // Many rows per group (wgmma regime): tiles cut by group boundaries.
   run_case({3, 320, 528, {130, 0, 300}, DType::kBF16}, 3);
   run_case({4, 256, 1040, {64, 257, 1, 128}, DType::kFP16}, 4);
+  run_case({6, 200, 960, {3, 1, 0, 2, 5, 1}, DType::kBF16}, 9);  // 15 chunks: rolling loops run twice
   // Hundreds of groups (several rounds of the wgmma kernel's 32-group prefix scan).
   {
     std::vector<int> rows(256);

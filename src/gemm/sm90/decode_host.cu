@@ -25,7 +25,9 @@ namespace {
 // in-kernel vs staging: o M = 1 / 2 5.54 / 6.37 vs 6.51 / 7.08 us, qkv 7.65 / 8.55 vs 9.55 / 9.64,
 // gate_up -2.6 / -0.8 %; but 8192x8192 M = 2..5 +7..+38 %, down M = 1..3 +7..+33 %, 8192x28672 M = 1
 // +9 %; docs/PERF.md).
-constexpr size_t kStageAMaxBytes = 100 * 1024;  // two CTAs per SM
+// (At most 2 x (4096 + 64 + 8) x 2 bytes: under the 48 KB of dynamic shared memory a kernel gets
+// without an attribute, beside the kernel's own 4-8 KB.)
+constexpr size_t kStageAMaxBytes = 40 * 1024;
 // Row stride of A in shared memory (elements): whole chunks plus 8 elements, so that the rows a
 // warp's lanes read at once start 16 bytes (4 banks) apart instead of on the same banks.
 int64_t stage_a_row(const GemmParams& p) { return prepacked_shape(p.n, p.k).k_pad + 8; }
@@ -143,16 +145,6 @@ sm90::DecodeGemmArgs decode_args(const DecodeGeometry& g, int64_t n, int64_t k, 
 Status decode_run(sm90::DecodeKernelFn fn, const DecodeGeometry& g, const sm90::DecodeGemmArgs& a,
                   cudaStream_t stream, const std::string& api, const std::string& tactic, bool pdl = false,
                   size_t smem = 0) {
-  if (smem > 0) {  // once per kernel: allow the dynamic shared memory of kStageA (beside its static 4-8 KB)
-    static std::mutex mu;
-    static std::unordered_map<const void*, bool> allowed;
-    std::lock_guard<std::mutex> lock(mu);
-    if (!allowed[reinterpret_cast<const void*>(fn)]) {
-      FP4KIT_CUDA_RETURN(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kStageAMaxBytes)),
-                         (api + ": shared memory of " + tactic).c_str());
-      allowed[reinterpret_cast<const void*>(fn)] = true;
-    }
-  }
   if (g.counters > 0)
     FP4KIT_CUDA_RETURN(cudaMemsetAsync(a.counters, 0, size_t(g.counters) * 4, stream), (api + ": counter reset").c_str());
   // A grid with fewer CTAs than SMs does not take PDL: the next grid's CTAs, launched early into the
@@ -224,7 +216,7 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
   a.b_scales = reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.b_prepacked) + s.code_bytes());
   a.bias = p.bias;
   a.l2_prefetch_chunks = l2_prefetch;
-  if (stage_smem > 0) {  // NVFP4 A, decoded by each CTA into [m][k_pad] 16-bit shared memory
+  if (stage_smem > 0) {  // NVFP4 A, decoded by each CTA into [m][k_pad + 8] 16-bit shared memory
     a.lda = stage_a_row(p);
     a.a_scales = static_cast<const uint8_t*>(p.a_scales);
     a.a_row_bytes = (p.lda ? p.lda : p.k) / 2;

@@ -77,7 +77,8 @@ struct DecodeGemmArgs {
   int l2_prefetch_chunks;
   // decode_dp_kernel with kStageA (W4A4, dense): A is NVFP4 — codes (args.a, a_row_bytes per row) and
   // E4M3 scales in the 128x4 layout (a_scales, a_sf_cols padded scale columns) — and each CTA
-  // decodes it into shared memory first ([m][lda] 16-bit, lda = whole chunks, zero padded).
+  // decodes it into shared memory first ([m][lda] 16-bit, lda = whole chunks + 8; the chunks past K
+  // are written as zeros, the 8 extra elements never touched).
   const uint8_t* a_scales;
   int64_t a_row_bytes;
   int64_t a_sf_cols;
@@ -592,7 +593,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
 }
 
 // kStageA: the whole CTA decodes A (NVFP4, args.a / a_scales) exactly into shared memory as [m][lda]
-// 16-bit values (lda = whole chunks, zero padded), then returns the view reading it. The same values
+// 16-bit values (lda = whole chunks + 8: the chunks past K zero, the row offset for the banks), then
+// returns the view reading it. The same values
 // as stage_activations (an E2M1 value times an E4M3 scale fits BF16 and FP16 exactly), without a
 // kernel of its own between the previous GEMM and this one.
 template <typename T>
