@@ -217,6 +217,13 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
     const int64_t rb = (rows + block_rows - 1) / block_rows;
     return k_chunks / dense_dp_warps_per_row_block(rb, k_chunks, int(slots / 2));
   };
+  // The 16-row tile's CTAs fit one wave (2 per SM) and each warp streams at most `max_chunks`: then
+  // its rolling variant beats the 32-row tiles at up to 8 tokens (session 15, below).
+  auto rolling_r16_fits = [&](int64_t max_chunks) {
+    const int64_t row_blocks = (rows + 15) / 16;
+    const int64_t kw16 = dense_dp_warps_per_row_block(row_blocks, k_chunks, int(slots / 2));
+    return (row_blocks * kw16 + 7) / 8 <= slots && k_chunks / kw16 <= max_chunks;
+  };
   if (m > 8) {
     if (!r32) return decode_dpf_id(2, 1, 4, decode_roll(2, 1, chunks_per_warp(16)));
     const int64_t row_blocks = (rows + 31) / 32;
@@ -227,7 +234,14 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // costs more than the 8 token rows' gathers (H100 session 6, graph replay, M = 8 vs M = 4:
   // 8192x28672 49.7 vs 51.1 us but 49.4 vs 48.3; 8192x8192 16.9 vs 17.3 but 16.7 vs 15.8; 4096x14336
   // 16.9 vs 20.6; 4096x4096 7.3 vs 8.3 but 7.2 vs 6.5; W4A4 at M = 8 3-20 % faster).
-  if (m >= 6) return decode_dpf_id(1, r32 ? 2 : 1, 4, decode_roll(1, r32 ? 2 : 1, chunks_per_warp(r32 ? 32 : 16)));
+  // With rolling groups the 16-row tile also wins where the 32-row one covered the SMs, if it fits
+  // one wave with short K ranges (H100 session 15, forced, graph us, M = 6 / 8: 8192x8192 15.51 /
+  // 15.61 vs 16.27 / 16.28 (W4A4 17.40 / 17.26 vs 18.14 / 17.80); gate_up at 64 chunks per warp
+  // keeps the 32-row tile: 25.07 / 25.21 vs 24.61 / 24.77).
+  if (m >= 6) {
+    if (rolling_r16_fits(32)) return decode_dpf_id(1, 1, 4, true);
+    return decode_dpf_id(1, r32 ? 2 : 1, 4, decode_roll(1, r32 ? 2 : 1, chunks_per_warp(r32 ? 32 : 16)));
+  }
   // 1..2 tokens: 16-row blocks with rolling load groups whenever their CTAs fit one wave and each
   // warp's range is not long (H100 session 15, M = 1, graph us: 8192x8192 13.5 vs 14.7 for the
   // plain 32-row blocks, gate_up 22.8 vs 24.0, down 12.3 vs 13.1, o 5.0 vs 5.5; qkv (1.5 waves of
@@ -235,12 +249,7 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // only up to 32 chunks per warp (run 210, M = 3 / 4 W4A16: 8192x8192 13.99 / 14.77 vs 15.14 /
   // 15.49 for r32, down 13.36 / 14.17 vs 13.71 / 14.56, o 5.53 / 6.08 vs 5.96 / 6.36; gate_up at 64
   // chunks lost from 4 tokens on, 8192x8192 W4A4 at 4 tokens +3.5 %, everything at 5).
-  if (m <= (w4a4 ? 3 : 4)) {
-    const int64_t row_blocks = (rows + 15) / 16;
-    const int64_t kw16 = dense_dp_warps_per_row_block(row_blocks, k_chunks, int(slots / 2));
-    const int64_t ctas16 = (row_blocks * kw16 + 7) / 8;
-    if (ctas16 <= slots && k_chunks / kw16 <= (m <= 2 ? 64 : 32)) return decode_dp_id(1, 1, 4, true);
-  }
+  if (m <= (w4a4 ? 3 : 4) && rolling_r16_fits(m <= 2 ? 64 : 32)) return decode_dp_id(1, 1, 4, true);
   return decode_dp_id(1, r32 ? 2 : 1, 4);
 }
 

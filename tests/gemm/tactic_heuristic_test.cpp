@@ -56,8 +56,8 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   }
   // 6..8 tokens: the same tiles on A in fragment order, rolling unless a warp's K range is long
   // (or, with 32-row blocks, short).
-  EXPECT_EQ(pick(8, 8192, 8192), "decode_dpfr_m8_r32_u4");
-  EXPECT_EQ(pick(8, 28672, 4096), "decode_dpfr_m8_r32_u4");
+  EXPECT_EQ(pick(8, 8192, 8192), "decode_dpfr_m8_r16_u4");   // rolling 16-row tile: one wave, 32 per warp
+  EXPECT_EQ(pick(8, 28672, 4096), "decode_dpfr_m8_r32_u4");  // (16-row: 64 chunks per warp)
   EXPECT_EQ(pick(6, 4096, 14336), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(8, 8192, 28672), "decode_dpf_m8_r32_u4");
   EXPECT_EQ(pick(7, 6144, 4096), "decode_dpf_m8_r32_u4");
