@@ -230,7 +230,7 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
     const int64_t ctas = (row_blocks * dense_dp_warps_per_row_block(row_blocks, k_chunks, int(slots / 2)) + 7) / 8 * passes;
     return ctas * 10 < slots * 9 ? decode_dpf_id(2, 2, 4, decode_roll(2, 2, chunks_per_warp(32))) : decode_dpf_id(2, 2, 2);
   }
-  // 6..8 tokens: the 8-token tile on A in fragment order as well; below that the arrangement kernel
+  // 6..8 tokens (5, see below): the 8-token tile on A in fragment order as well; below that the arrangement kernel
   // costs more than the 8 token rows' gathers (H100 session 6, graph replay, M = 8 vs M = 4:
   // 8192x28672 49.7 vs 51.1 us but 49.4 vs 48.3; 8192x8192 16.9 vs 17.3 but 16.7 vs 15.8; 4096x14336
   // 16.9 vs 20.6; 4096x4096 7.3 vs 8.3 but 7.2 vs 6.5; W4A4 at M = 8 3-20 % faster).
@@ -238,7 +238,11 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // one wave with short K ranges (H100 session 15, forced, graph us, M = 6 / 8: 8192x8192 15.51 /
   // 15.61 vs 16.27 / 16.28 (W4A4 17.40 / 17.26 vs 18.14 / 17.80); gate_up at 64 chunks per warp
   // keeps the 32-row tile: 25.07 / 25.21 vs 24.61 / 24.77).
-  if (m >= 6) {
+  // 5 tokens as well, unless each warp's K range is long (run 213, forced, graph us, M = 5, W4A16 /
+  // W4A4: down 14.45 / 16.62 vs 15.54 / 18.58 for the dp tile, o 6.42 / 7.57 vs 6.78 / 8.91, gate_up
+  // 24.48 / 25.81 vs 25.22 / 27.06, qkv 7.76 / 9.30 vs 7.77 / 10.90; 8192x28672, 56 chunks per warp:
+  // 49.07 vs 48.04 W4A16).
+  if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32)) {
     if (rolling_r16_fits(32)) return decode_dpf_id(1, 1, 4, true);
     return decode_dpf_id(1, r32 ? 2 : 1, 4, decode_roll(1, r32 ? 2 : 1, chunks_per_warp(r32 ? 32 : 16)));
   }

@@ -35,9 +35,10 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(1, 6144, 4096), "decode_dp_m8_r32_u4");   // 16-row blocks: 1.5 waves
   EXPECT_EQ(pick(2, 6144, 4096), "decode_dp_m8_r32_u4");
   EXPECT_EQ(pick(4, 14336, 4096), "decode_dpr_m8_r16_u4");  // 16-row CTAs: one wave, 32 chunks per warp
-  EXPECT_EQ(pick(5, 4096, 4096), "decode_dp_m8_r16_u4");
-  EXPECT_EQ(pick(5, 4096, 14336), "decode_dp_m8_r16_u4");
-  EXPECT_EQ(pick(5, 8192, 8192), "decode_dp_m8_r32_u4");
+  EXPECT_EQ(pick(5, 8192, 28672), "decode_dp_m8_r32_u4");  // 5 tokens: dp only for long K ranges
+  EXPECT_EQ(pick(5, 4096, 14336), "decode_dpfr_m8_r16_u4");
+  EXPECT_EQ(pick(5, 8192, 8192), "decode_dpfr_m8_r16_u4");
+  EXPECT_EQ(pick(5, 6144, 4096), "decode_dpf_m8_r32_u4");
   EXPECT_EQ(pick(3, 28672, 4096), "decode_dp_m8_r32_u4");  // rolling 16-row tile: 64 chunks per warp
   // 1..2 tokens: 16-row blocks with rolling load groups where those CTAs fit one wave.
   EXPECT_EQ(pick(1, 4096, 4096), "decode_dpr_m8_r16_u4");
