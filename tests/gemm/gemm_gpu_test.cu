@@ -85,6 +85,24 @@ Quantized quantize_cpu(const std::vector<uint16_t>& x, DType t, int64_t rows, in
   return q;
 }
 
+// Uploads weights quantized with the linear scale layout and prepacks them into `packed`
+// (prepacked_weight_bytes(n, k) bytes).
+Status prepack_quantized(const Quantized& qb, int64_t n, int64_t k, DeviceBuffer<uint8_t>& packed) {
+  DeviceBuffer<uint8_t> codes(qb.codes.size()), scales(qb.scales.size());
+  codes.upload(qb.codes);
+  scales.upload(qb.scales);
+  WeightPrepackParams pp;
+  pp.n = n, pp.k = k;
+  pp.codes = codes.ptr;
+  pp.scales = scales.ptr;
+  pp.scale_layout = ScaleLayout::kLinear;
+  pp.out = packed.ptr;
+  pp.out_bytes = int64_t(packed.count);
+  const Status s = prepack_weights(pp, nullptr);
+  cudaDeviceSynchronize();  // before the staging buffers are freed
+  return s;
+}
+
 double to_double(uint16_t v, DType t) {
   return t == DType::kBF16 ? format::bf16_to_float(v) : format::fp16_to_float(v);
 }
@@ -132,19 +150,9 @@ int run_case(const Case& c, uint32_t seed) {
   EXPECT_TRUE(rs.is_ok()) << rs.to_string();
 
   // GPU operands.
-  DeviceBuffer<uint8_t> b_codes(qb.codes.size()), b_scales(qb.scales.size());
-  b_codes.upload(qb.codes);
-  b_scales.upload(qb.scales);
   const int64_t packed_bytes = prepacked_weight_bytes(c.n, c.k);
   DeviceBuffer<uint8_t> packed(packed_bytes);
-  WeightPrepackParams pp;
-  pp.n = c.n, pp.k = c.k;
-  pp.codes = b_codes.ptr;
-  pp.scales = b_scales.ptr;
-  pp.scale_layout = ScaleLayout::kLinear;
-  pp.out = packed.ptr;
-  pp.out_bytes = packed_bytes;
-  Status ps = prepack_weights(pp, nullptr);
+  Status ps = prepack_quantized(qb, c.n, c.k, packed);
   EXPECT_TRUE(ps.is_ok()) << ps.to_string();
 
   DeviceBuffer<uint16_t> a_dev(w4a4 ? 1 : a16.size());
@@ -310,12 +318,9 @@ TEST(GemmGpu, W4A4MatchesW4A16OnDecodedActivationsBitForBit) {
     std::vector<uint16_t> bias(c.n);
     for (auto& b : bias) b = c.d_dtype == DType::kBF16 ? format::float_to_bf16(float(rng() % 200) / 100 - 1)
                                                           : format::float_to_fp16(float(rng() % 200) / 100 - 1);
-    DeviceBuffer<uint8_t> b_codes(qb.codes.size()), b_scales(qb.scales.size()), a_codes(size_t(c.m * lda / 2)),
-        a_scales(qa.scales.size());
+    DeviceBuffer<uint8_t> a_codes(size_t(c.m * lda / 2)), a_scales(qa.scales.size());
     DeviceBuffer<uint16_t> a_in(a16.size()), bias_dev(c.n);
     DeviceBuffer<float> a_gs(1);
-    b_codes.upload(qb.codes);
-    b_scales.upload(qb.scales);
     bias_dev.upload(bias);
     a_in.upload(a16);
     a_gs.upload({qa.gs});
@@ -355,14 +360,7 @@ TEST(GemmGpu, W4A4MatchesW4A16OnDecodedActivationsBitForBit) {
     a_dev.upload(a_dec);
     const int64_t packed_bytes = prepacked_weight_bytes(c.n, c.k);
     DeviceBuffer<uint8_t> packed(packed_bytes);
-    WeightPrepackParams pp;
-    pp.n = c.n, pp.k = c.k;
-    pp.codes = b_codes.ptr;
-    pp.scales = b_scales.ptr;
-    pp.scale_layout = ScaleLayout::kLinear;
-    pp.out = packed.ptr;
-    pp.out_bytes = packed_bytes;
-    FP4_OK(prepack_weights(pp, nullptr));
+    FP4_OK(prepack_quantized(qb, c.n, c.k, packed));
     DeviceBuffer<float> alpha(1);
     alpha.upload({1.0f / (qa.gs * qb.gs)});
     GemmParams g4;

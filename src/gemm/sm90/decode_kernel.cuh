@@ -88,6 +88,21 @@ __device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 
+// decode_dp_kernel before its PDL wait: lane r < R asks L2 for the next args.l2_prefetch_chunks
+// chunks of row tile r after its first load group [j, j + U) (contiguous codes, contiguous scales).
+template <int R, int U>
+__device__ __forceinline__ void prefetch_after_first_group(const DecodeGemmArgs& args, int64_t rb, int64_t j,
+                                                           int64_t j_end, int lane) {
+  if (args.l2_prefetch_chunks > 0 && lane < R) {
+    const int64_t n = min(int64_t(args.l2_prefetch_chunks), j_end - j - U);
+    if (n > 0) {
+      const int64_t chunk = (rb * R + lane) * args.k_chunks + j + U;
+      prefetch_l2(args.b_codes + chunk * 32, uint32_t(n) * kChunkCodeBytes);
+      prefetch_l2(args.b_scales + chunk * 8, uint32_t(n) * kChunkScaleBytes);
+    }
+  }
+}
+
 // The problem one row block belongs to: the whole GEMM (dense) or one group (grouped).
 struct DecodeView {
   int m;
@@ -708,14 +723,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32,
           st.load_weights(w[h]);
           st.advance_weights();
         }
-        if (args.l2_prefetch_chunks > 0 && lane < R) {
-          const int64_t n = min(int64_t(args.l2_prefetch_chunks), j_end - j - U);
-          if (n > 0) {
-            const int64_t chunk = (rb * R + lane) * args.k_chunks + j + U;
-            prefetch_l2(args.b_codes + chunk * 32, uint32_t(n) * kChunkCodeBytes);
-            prefetch_l2(args.b_scales + chunk * 8, uint32_t(n) * kChunkScaleBytes);
-          }
-        }
+        prefetch_after_first_group<R, U>(args, rb, j, j_end, lane);
       }
       grid_dependency_wait();
       view = wait_view(args);
@@ -724,32 +732,23 @@ __global__ void __launch_bounds__(kDecodeWarps * 32,
         j = stream_rolling(st, w, j, j_stop, acc);
       }
       stream_row_block<T, NT, R, U, kFragA, kStageA>(args, view, rb, j, j_end, tok0, lane, acc);
-    } else
-    {
-    const bool early = j + U <= (kPadded ? j_end : min(j_end, full_chunks(args)));
-    RowBlockStream<T, NT, R, U, kFragA, kStageA> st;
-    WeightRegs<R, U> w;
-    if (early) {
-      st.bind_weights(args, G ? view.b_codes : args.b_codes, G ? view.b_scales : args.b_scales, rb, j, lane);
-      st.load_weights(w);
-      if (!G && args.l2_prefetch_chunks > 0 && lane < R) {
-        // Lane r: the next chunks of row tile r (contiguous codes, contiguous scales).
-        const int64_t n = min(int64_t(args.l2_prefetch_chunks), j_end - j - U);
-        if (n > 0) {
-          const int64_t chunk = (rb * R + lane) * args.k_chunks + j + U;
-          prefetch_l2(args.b_codes + chunk * 32, uint32_t(n) * kChunkCodeBytes);
-          prefetch_l2(args.b_scales + chunk * 8, uint32_t(n) * kChunkScaleBytes);
-        }
+    } else {
+      const bool early = j + U <= (kPadded ? j_end : min(j_end, full_chunks(args)));
+      RowBlockStream<T, NT, R, U, kFragA, kStageA> st;
+      WeightRegs<R, U> w;
+      if (early) {
+        st.bind_weights(args, G ? view.b_codes : args.b_codes, G ? view.b_scales : args.b_scales, rb, j, lane);
+        st.load_weights(w);
+        if constexpr (!G) prefetch_after_first_group<R, U>(args, rb, j, j_end, lane);
       }
-    }
-    grid_dependency_wait();
-    if constexpr (!G) view = wait_view(args);
-    if (early) {
-      st.bind_activations(args, view, j, tok0, lane);
-      st.compute(w, acc);
-      j += U;
-    }
-    stream_row_block<T, NT, R, U, kFragA, kStageA>(args, view, rb, j, j_end, tok0, lane, acc);
+      grid_dependency_wait();
+      if constexpr (!G) view = wait_view(args);
+      if (early) {
+        st.bind_activations(args, view, j, tok0, lane);
+        st.compute(w, acc);
+        j += U;
+      }
+      stream_row_block<T, NT, R, U, kFragA, kStageA>(args, view, rb, j, j_end, tok0, lane, acc);
     }
   } else if constexpr (kRoll) {
     stream_row_block_rolling<T, NT, R, U, false>(args, view, rb, j_begin, j_end, tok0, lane, acc);
