@@ -242,7 +242,10 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // W4A4: down 14.45 / 16.62 vs 15.54 / 18.58 for the dp tile, o 6.42 / 7.57 vs 6.78 / 8.91, gate_up
   // 24.48 / 25.81 vs 25.22 / 27.06, qkv 7.76 / 9.30 vs 7.77 / 10.90; 8192x28672, 56 chunks per warp:
   // 49.07 vs 48.04 W4A16).
-  if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32)) {
+  // W4A4 at 4 tokens on the K <= 4096 layers too (runs 213 and 215, forced, graph us: o 8.13 / 8.20
+  // -> 7.51 / 7.51, qkv 9.90 / 9.94 -> 9.16 / 9.20, gate_up 26.35 / 26.37 -> 25.50 / 25.93; the
+  // 8192x8192 and 8192x28672 dp tiles stay faster).
+  if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m == 4 && k <= 4096)) {
     if (rolling_r16_fits(32)) return decode_dpf_id(1, 1, 4, true);
     return decode_dpf_id(1, r32 ? 2 : 1, 4, decode_roll(1, r32 ? 2 : 1, chunks_per_warp(r32 ? 32 : 16)));
   }

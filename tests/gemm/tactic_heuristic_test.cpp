@@ -54,6 +54,10 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
     EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dp_m8_r32_u4");
     p.m = 3;
     EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpr_m8_r16_u4");
+    p.m = 4, p.n = 28672, p.k = 4096;  // W4A4, 4 tokens, K <= 4096: the fragment-order tiles
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpfr_m8_r32_u4");
+    p.n = 4096;
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpfr_m8_r16_u4");
   }
   // 6..8 tokens: the same tiles on A in fragment order, rolling unless a warp's K range is long
   // (or, with 32-row blocks, short).
