@@ -10,7 +10,6 @@
 
 #include "common/cuda_check.h"
 #include "common/launch_kernel.h"
-#include "format/e2m1.h"
 #include "format/e4m3.h"
 #include "format/scale_layout.h"
 #include "gemm/arrange_activations.h"
@@ -31,8 +30,6 @@ struct ArrangeArgs {
   FragmentActivationShape s;
   uint4* out;
 };
-
-using sm90::pack_pair;
 
 // OutT = void: W4A16 (copy 32-bit words); else W4A4 decoded to OutT.
 template <typename OutT>
@@ -63,11 +60,7 @@ __global__ void __launch_bounds__(kArrangeThreads) arrange_activations_kernel(co
         if constexpr (std::is_void_v<OutT>) {
           v = __ldg(reinterpret_cast<const uint32_t*>(row + kk * 2));
         } else {
-          // Exact: an E2M1 value times an E4M3 scale has at most 6 significant bits and fits the
-          // range of BF16 and FP16 (docs/GEMM.md), so the rounding below never rounds.
-          const uint8_t b = __ldg(row + kk / 2);
-          v = pack_pair<OutT>(format::e2m1_to_float(format::e2m1_low(b)) * sf,
-                              format::e2m1_to_float(format::e2m1_high(b)) * sf);
+          v = sm90::decode_nvfp4_pair<OutT>(__ldg(row + kk / 2), sf);
         }
       }
       w[2 * s + h] = v;

@@ -25,9 +25,8 @@ namespace {
 // in-kernel vs staging: o M = 1 / 2 5.54 / 6.37 vs 6.51 / 7.08 us, qkv 7.65 / 8.55 vs 9.55 / 9.64,
 // gate_up -2.6 / -0.8 %; but 8192x8192 M = 2..5 +7..+38 %, down M = 1..3 +7..+33 %, 8192x28672 M = 1
 // +9 %; docs/PERF.md).
-// (At most 2 x (4096 + 64 + 8) x 2 bytes: under the 48 KB of dynamic shared memory a kernel gets
+// (At most 2 x (4096 + 8) x 2 bytes: far under the 48 KB of dynamic shared memory a kernel gets
 // without an attribute, beside the kernel's own 4-8 KB.)
-constexpr size_t kStageAMaxBytes = 40 * 1024;
 // Row stride of A in shared memory (elements): whole chunks plus 8 elements, so that the rows a
 // warp's lanes read at once start 16 bytes (4 banks) apart instead of on the same banks.
 int64_t stage_a_row(const GemmParams& p) { return prepacked_shape(p.n, p.k).k_pad + 8; }
@@ -38,8 +37,7 @@ sm90::DecodeKernelFn stage_kernel_for(const Tactic& t, const GemmParams& p) {
 }
 size_t stage_a_smem_bytes(const Tactic& t, const GemmParams& p) {
   if (p.m > 2 || p.k > 4096 || !stage_kernel_for(t, p)) return 0;
-  const size_t bytes = size_t(p.m) * size_t(stage_a_row(p)) * 2;
-  return bytes <= kStageAMaxBytes ? bytes : 0;
+  return size_t(p.m) * size_t(stage_a_row(p)) * 2;
 }
 
 sm90::DecodeKernelFn kernel_for(const Tactic& t, const GemmParams& p) {
@@ -221,7 +219,7 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
     a.a_scales = static_cast<const uint8_t*>(p.a_scales);
     a.a_row_bytes = (p.lda ? p.lda : p.k) / 2;
     a.a_sf_cols = format::round_up(p.k / 16, 4);
-    return decode_run(kernel_for(t, p_in), g, a, stream, "gemm", t.name, pdl, stage_smem);
+    return decode_run(stage_kernel_for(t, p_in), g, a, stream, "gemm", t.name, pdl, stage_smem);
   }
   // (W4A4: the staging kernel above is then the kernel this one depends on.)
   return decode_run(kernel_for(t, p), g, a, stream, "gemm", t.name, pdl);

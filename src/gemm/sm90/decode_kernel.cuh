@@ -382,6 +382,11 @@ struct RowBlockStream {
       scales[r] += U * 8;
     }
   }
+  // The next U chunks' weights into w, and the weight cursors past them (rolling groups).
+  __device__ __forceinline__ void load_next_weights(WeightRegs<R, U>& w) {
+    load_weights(w);
+    advance_weights();
+  }
   __device__ __forceinline__ void advance_activations() {
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) act[nt] += U * kActStride;
@@ -450,8 +455,7 @@ __device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kF
     for (int h = 0; h < P; ++h) {
       st.compute(w[h], acc);
       st.advance_activations();
-      st.load_weights(w[h]);
-      st.advance_weights();
+      st.load_next_weights(w[h]);
     }
   }
 #pragma unroll
@@ -483,8 +487,7 @@ __device__ __forceinline__ void stream_row_block_rolling(const DecodeGemmArgs& a
     st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
 #pragma unroll
     for (int h = 0; h < P; ++h) {
-      st.load_weights(w[h]);
-      st.advance_weights();
+      st.load_next_weights(w[h]);
     }
     st.bind_activations(args, v, j, tok0, lane);
     j = stream_rolling(st, w, j, j_stop, acc);
@@ -625,9 +628,7 @@ __device__ __forceinline__ DecodeView stage_a_in_shared(const DecodeGemmArgs& ar
       const float sf = format::e4m3_to_float(__ldg(args.a_scales + format::sf_offset_128x4(row, kb, args.a_sf_cols)));
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
-        const uint8_t byte = uint8_t(((i < 4 ? c.x : c.y) >> (8 * (i & 3))) & 0xFFu);
-        w[i] = pack_pair<T>(format::e2m1_to_float(format::e2m1_low(byte)) * sf,
-                            format::e2m1_to_float(format::e2m1_high(byte)) * sf);
+        w[i] = decode_nvfp4_pair<T>(uint8_t(((i < 4 ? c.x : c.y) >> (8 * (i & 3))) & 0xFFu), sf);
       }
     }
     uint4* dst = reinterpret_cast<uint4*>(sa + int64_t(row) * args.lda + kb * 16);
@@ -720,8 +721,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32,
         st.bind_weights(args, args.b_codes, args.b_scales, rb, j, lane);
 #pragma unroll
         for (int h = 0; h < P; ++h) {
-          st.load_weights(w[h]);
-          st.advance_weights();
+          st.load_next_weights(w[h]);
         }
         prefetch_after_first_group<R, U>(args, rb, j, j_end, lane);
       }

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "format/e2m1.h"
+
 namespace fp4kit::gemm_impl::sm90 {
 
 template <typename OutT>
@@ -20,6 +22,15 @@ __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
     const __half2 v = __floats2half2_rn(lo, hi);
     return *reinterpret_cast<const uint32_t*>(&v);
   }
+}
+
+// An NVFP4 byte (two E2M1 codes, the even element in the low nibble) times its block's E4M3 scale
+// `sf`, as one packed pair. Exact: an E2M1 value times an E4M3 scale has at most 6 significant bits
+// and fits the range of BF16 and FP16 (docs/GEMM.md), so the narrowing never rounds.
+template <typename OutT>
+__device__ __forceinline__ uint32_t decode_nvfp4_pair(uint8_t byte, float sf) {
+  return pack_pair<OutT>(format::e2m1_to_float(format::e2m1_low(byte)) * sf,
+                         format::e2m1_to_float(format::e2m1_high(byte)) * sf);
 }
 
 }  // namespace fp4kit::gemm_impl::sm90
