@@ -242,21 +242,25 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // W4A4: down 14.45 / 16.62 vs 15.54 / 18.58 for the dp tile, o 6.42 / 7.57 vs 6.78 / 8.91, gate_up
   // 24.48 / 25.81 vs 25.22 / 27.06, qkv 7.76 / 9.30 vs 7.77 / 10.90; 8192x28672, 56 chunks per warp:
   // 49.07 vs 48.04 W4A16).
-  // W4A4 at 4 tokens on the K <= 4096 layers too (runs 213 and 215, forced, graph us: o 8.13 / 8.20
-  // -> 7.51 / 7.51, qkv 9.90 / 9.94 -> 9.16 / 9.20, gate_up 26.35 / 26.37 -> 25.50 / 25.93; the
-  // 8192x8192 and 8192x28672 dp tiles stay faster).
-  if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m == 4 && k <= 4096)) {
+  // W4A4 from 3 tokens on, everywhere: its NVFP4 A is decoded by a kernel in front either way (the
+  // staging kernel for the dp tiles, the arrangement for these), and since the arrangement issues
+  // all its loads at once (session 16) it is the cheaper one (H100 run 10 of session 16, forced,
+  // graph us with PDL, M = 3 / 4 / 5, auto before -> the tile this rule picks: down 16.50 / 16.92 /
+  // 15.30 -> 15.36 / 15.34 / 15.35, gate_up 26.26 -> 24.82 at M = 3, qkv 9.71 -> 8.32 at M = 3,
+  // o 7.03 -> 6.33, 8192x28672 49.13 / 50.44 / 50.80 -> 49.66 / 49.55 / 49.43, 8192x8192 +-0.5 %;
+  // at 1..2 tokens the dp tiles stay ahead except qkv M = 2).
+  if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m >= 3)) {
     if (rolling_r16_fits(32)) return decode_dpf_id(1, 1, 4, true);
     return decode_dpf_id(1, r32 ? 2 : 1, 4, decode_roll(1, r32 ? 2 : 1, chunks_per_warp(r32 ? 32 : 16)));
   }
   // 1..2 tokens: 16-row blocks with rolling load groups whenever their CTAs fit one wave and each
   // warp's range is not long (H100 session 15, M = 1, graph us: 8192x8192 13.5 vs 14.7 for the
   // plain 32-row blocks, gate_up 22.8 vs 24.0, down 12.3 vs 13.1, o 5.0 vs 5.5; qkv (1.5 waves of
-  // 16-row CTAs) and 8192x28672 (112 chunks per warp) keep the plain tiles). 3 tokens (4 in W4A16)
-  // only up to 32 chunks per warp (run 210, M = 3 / 4 W4A16: 8192x8192 13.99 / 14.77 vs 15.14 /
+  // 16-row CTAs) and 8192x28672 (112 chunks per warp) keep the plain tiles). 3..4 tokens (W4A16; W4A4
+  // takes the fragment-order tiles above) only up to 32 chunks per warp (run 210, M = 3 / 4 W4A16: 8192x8192 13.99 / 14.77 vs 15.14 /
   // 15.49 for r32, down 13.36 / 14.17 vs 13.71 / 14.56, o 5.53 / 6.08 vs 5.96 / 6.36; gate_up at 64
   // chunks lost from 4 tokens on, 8192x8192 W4A4 at 4 tokens +3.5 %, everything at 5).
-  if (m <= (w4a4 ? 3 : 4) && rolling_r16_fits(m <= 2 ? 64 : 32)) return decode_dp_id(1, 1, 4, true);
+  if (m <= 4 && rolling_r16_fits(m <= 2 ? 64 : 32)) return decode_dp_id(1, 1, 4, true);
   return decode_dp_id(1, r32 ? 2 : 1, 4);
 }
 

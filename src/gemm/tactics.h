@@ -52,7 +52,7 @@ int heuristic_tactic(const GemmParams& p, int sm_count);
 int fit_token_tile(int id, int64_t m);
 // The data-parallel decode tactic for m tokens over `rows` weight rows of depth k, or -1 when
 // stream-K is the better decomposition (too few CTAs to fill the GPU).
-// (w4a4: A is NVFP4; the rolling 16-row tile stops at 3 tokens instead of 4.)
+// (w4a4: A is NVFP4; from 3 tokens on it takes the fragment-order tiles, whose arrangement kernel decodes A.)
 int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w4a4 = false);
 
 // Warps per row block of the dp decode kernel (decode_host.cu) from K alone: the largest power of

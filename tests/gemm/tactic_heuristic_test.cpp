@@ -50,11 +50,17 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(4, 4096, 14336), "decode_dpr_m8_r16_u4");
   {
     GemmParams p;
+    // W4A4 from 3 tokens on: the fragment-order tiles (the arrangement decodes A instead of the
+    // staging kernel), whatever K.
     p.m = 4, p.n = 8192, p.k = 8192, p.a_dtype = DType::kE2M1x2;
-    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dp_m8_r32_u4");
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpfr_m8_r16_u4");
     p.m = 3;
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpfr_m8_r16_u4");
+    p.m = 2;
     EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpr_m8_r16_u4");
-    p.m = 4, p.n = 28672, p.k = 4096;  // W4A4, 4 tokens, K <= 4096: the fragment-order tiles
+    p.m = 5, p.n = 8192, p.k = 28672;  // (W4A16: the dp tile, 56 chunks per warp)
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpf_m8_r32_u4");
+    p.m = 3, p.n = 28672, p.k = 4096;
     EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpfr_m8_r32_u4");
     p.n = 4096;
     EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpfr_m8_r16_u4");

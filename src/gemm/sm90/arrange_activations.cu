@@ -32,6 +32,13 @@ struct ArrangeArgs {
 };
 
 // OutT = void: W4A16 (copy 32-bit words); else W4A4 decoded to OutT.
+// Every load is issued unconditionally from a valid address (rows past M read row M - 1, k16 steps
+// past K the chunk's first step) and the values that do not exist are zeroed afterwards. Before
+// (session 16), W4A4 loaded and decoded each k16 step inside its own branch, so a step's loads went
+// out only once the previous step's values had arrived; it now reads the chunk's 32 code bytes of
+// the row with two 16-byte loads (8 byte loads before) and its 4 scales, then decodes. This kernel is
+// on the GEMM's critical path (the GEMM waits for it): H100, ncu, 8192x28672 M = 8, W4A4 5.3 ->
+// 4.2-4.6 us (W4A16 3.5-4.1, unchanged); graph replay W4A4 M = 5..16 2-14 % faster (docs/PERF.md).
 template <typename OutT>
 __global__ void __launch_bounds__(kArrangeThreads) arrange_activations_kernel(const ArrangeArgs x) {
   // The GEMM may launch now: it requests its first weights and then waits for this grid.
@@ -43,27 +50,40 @@ __global__ void __launch_bounds__(kArrangeThreads) arrange_activations_kernel(co
   const int64_t tc = i >> 5;
   const int64_t t = tc / x.s.k_chunks, j = tc - t * x.s.k_chunks;
   const int64_t tok = fragment_activation_token(t, lane);
-  const uint8_t* row = x.a + tok * x.row_bytes;
+  const bool row_live = tok < x.m;
+  const int64_t src_tok = row_live ? tok : x.m - 1;
+  const uint8_t* row = x.a + src_tok * x.row_bytes;
   uint32_t w[kFragmentWordsPerLane];
+  if constexpr (std::is_void_v<OutT>) {
 #pragma unroll
-  for (int s = 0; s < 4; ++s) {
-    // k % 16 == 0 (GEMM contract): a k16 step is wholly inside K or wholly outside.
-    const bool live = tok < x.m && 64 * j + 16 * s < x.k;
-    float sf = 0.0f;
-    if constexpr (!std::is_void_v<OutT>)
-      if (live) sf = format::e4m3_to_float(__ldg(x.scales + format::sf_offset_128x4(tok, 4 * j + s, x.sf_padded_cols)));
+    for (int q = 0; q < kFragmentWordsPerLane; ++q) {
+      // k % 16 == 0 (GEMM contract): a k16 step is wholly inside K or wholly outside.
+      const int64_t kk = fragment_activation_k(j, lane, q);
+      const bool live = 64 * j + 16 * (q >> 1) < x.k;
+      const uint32_t v = __ldg(reinterpret_cast<const uint32_t*>(row + (live ? kk : fragment_activation_k(j, lane, q & 1)) * 2));
+      w[q] = row_live && live ? v : 0u;
+    }
+  } else {
+    // The chunk's 32 code bytes of the row: word q = 2s + h of them holds this lane's byte c =
+    // lane & 3 (elements 16s + 8h + 2c, +1). K % 32 == 0 for W4A4: each 16-byte half of the chunk is
+    // wholly inside K or wholly outside.
+    const uint4* src = reinterpret_cast<const uint4*>(row + 32 * j);
+    const bool hi_live = 64 * j + 32 < x.k;
+    const uint4 lo = __ldg(src), hi = __ldg(hi_live ? src + 1 : src);
+    const uint32_t codes[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    uint8_t sfb[4];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int64_t kk = fragment_activation_k(j, lane, 2 * s + h);
-      uint32_t v = 0u;
-      if (live) {
-        if constexpr (std::is_void_v<OutT>) {
-          v = __ldg(reinterpret_cast<const uint32_t*>(row + kk * 2));
-        } else {
-          v = sm90::decode_nvfp4_pair<OutT>(__ldg(row + kk / 2), sf);
-        }
-      }
-      w[2 * s + h] = v;
+    for (int s = 0; s < 4; ++s) {
+      const int64_t kb = 64 * j + 16 * s < x.k ? 4 * j + s : 4 * j;  // a 16-element block inside K
+      sfb[s] = __ldg(x.scales + format::sf_offset_128x4(src_tok, kb, x.sf_padded_cols));
+    }
+    const int c = lane & 3;
+#pragma unroll
+    for (int q = 0; q < kFragmentWordsPerLane; ++q) {
+      const int s = q >> 1;
+      const bool live = row_live && 64 * j + 16 * s < x.k;
+      const uint32_t v = sm90::decode_nvfp4_pair<OutT>(uint8_t(codes[q] >> (8 * c)), format::e4m3_to_float(sfb[s]));
+      w[q] = live ? v : 0u;
     }
   }
   x.out[2 * i] = make_uint4(w[0], w[1], w[2], w[3]);
