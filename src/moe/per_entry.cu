@@ -271,6 +271,13 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc1_kernel(const PerEnt
 
   Fc1Regs<kUA> regs;
   load_fc1<kUA>(regs, codes, scales, up_tile, gate_tile, kc, j_begin, j_end, lane);  // in flight during staging
+  // The epilogue's scalars, requested now rather than after the last barrier (one L2 latency less
+  // on the tail of the kernel that kernel B waits for).
+  float alpha = 0.0f, fc2_gs = 0.0f;
+  if (warp == 0) {
+    alpha = __ldg(a.alpha1 + le);
+    if constexpr (kMode != GatherMode::kCopy) fc2_gs = __ldg(a.fc2_act_global + (a.per_expert ? le : 0));
+  }
   uint16_t* xs = reinterpret_cast<uint16_t*>(x_smem);
   if (a.xq != nullptr) copy_row(a.xq + int64_t(a.per_expert ? entry : t) * a.hidden, xs, a.hidden);
   else stage_x<kBF16, kMode>(a, t, le, xs);
@@ -302,14 +309,13 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc1_kernel(const PerEnt
         up += part[w][0][r];
         gate += part[w][1][r];
       }
-      const float alpha = __ldg(a.alpha1 + le);
       const float y_up = act_to_float<kBF16>(float_to_act<kBF16>((up * kDecodeMul) * alpha));
       const float y_gate = act_to_float<kBF16>(float_to_act<kBF16>((gate * kDecodeMul) * alpha));
       h[0] = swiglu(y_gate, y_up);
     }
     if constexpr (kMode != GatherMode::kCopy) {  // W4A4: the 16-bit h quantized with fc2_act_global
       h[0] = act_to_float<kBF16>(float_to_act<kBF16>(h[0]));
-      nvfp4_exact_roundtrip_lanes<1>(h, a.fc2_act_global[a.per_expert ? le : 0]);
+      nvfp4_exact_roundtrip_lanes<1>(h, fc2_gs);
     }
     if (lane < 16)  // rounds: r16(h)
       a.h[int64_t(entry) * a.inter + int64_t(blockIdx.x) * 16 + r] = uint16_t(float_to_act<kBF16>(h[0]));
@@ -386,21 +392,31 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
   using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
   __shared__ int slot_s[kMaxTopK];
   __shared__ int le_s[kMaxTopK];
+  __shared__ float alpha_s[kMaxTopK], scale_s[kMaxTopK];  // alpha2[le] and final_scales[t, j] per local slot
   __shared__ int n_local_s;
   __shared__ float part[kMaxUnits][16];
   __shared__ uint4 h_smem[kWarps][kUB * 8];  // per warp: one group's h (kUB chunks x 128 bytes)
   const int t = blockIdx.y;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  // Routing and weights are not written by kernel A: read before griddepcontrol.wait (A triggers this
-  // launch only after its own wait, so the kernel before the layer has completed too).
+  // Routing, alphas and weights are not written by kernel A: read before griddepcontrol.wait (A
+  // triggers this launch only after its own wait, so the kernel before the layer has completed too).
+  // The finalize's alpha2 and final-scale loads are issued here too and land in shared memory only
+  // after the main loop: loaded inside the finalize's slot loop they cost one L2 latency per local
+  // slot at the very end of the layer.
+  int pos = -1;
+  float alpha_r = 0.0f, scale_r = 0.0f;
   if (warp == 0) {
     int le = -1;
-    if (lane < a.top_k) le = local_expert(a, __ldg(a.selected + int64_t(t) * a.top_k + lane));
+    if (lane < a.top_k) {
+      scale_r = __ldg(a.final_scales + int64_t(t) * a.top_k + lane);
+      le = local_expert(a, __ldg(a.selected + int64_t(t) * a.top_k + lane));
+    }
     const unsigned mask = __ballot_sync(kFullMask, le >= 0);
     if (le >= 0) {
-      const int pos = __popc(mask & lanemask_lt());  // local slots in j order
+      pos = __popc(mask & lanemask_lt());  // local slots in j order
       slot_s[pos] = lane;
       le_s[pos] = le;
+      alpha_r = __ldg(a.alpha2 + le);
     }
     if (lane == 0) n_local_s = __popc(mask);
   }
@@ -438,6 +454,10 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
     }
   }
   if (!waited) quant::pdl_wait();
+  if (pos >= 0) {
+    alpha_s[pos] = alpha_r;
+    scale_s[pos] = scale_r;
+  }
   __syncthreads();
   if (threadIdx.x < 16) {
     const int r = threadIdx.x;
@@ -445,9 +465,8 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
     for (int idx = 0; idx < n_local; ++idx) {
       float z = part[idx * splits][r];
       for (int ks = 1; ks < splits; ++ks) z += part[idx * splits + ks][r];
-      const float zr = act_to_float<kBF16>(float_to_act<kBF16>((z * kDecodeMul) * __ldg(a.alpha2 + le_s[idx])));
-      const float w = __ldg(a.final_scales + int64_t(t) * a.top_k + slot_s[idx]);
-      acc = __fadd_rn(acc, __fmul_rn(w, zr));  // no FMA, j order, from +0 (the contract)
+      const float zr = act_to_float<kBF16>(float_to_act<kBF16>((z * kDecodeMul) * alpha_s[idx]));
+      acc = __fadd_rn(acc, __fmul_rn(scale_s[idx], zr));  // no FMA, j order, from +0 (the contract)
     }
     a.out[int64_t(t) * a.hidden + tile * 16 + r] = uint16_t(float_to_act<kBF16>(acc));
   }
