@@ -62,7 +62,12 @@ using gemm_impl::sm90::mma_m16n8k16;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kUA = 4;  // FC1: chunks per load group (x 2 tiles: 8 x 16-byte loads per lane)
+// FC1: chunks per load group (x 2 tiles: 4 x 16-byte loads per lane). Two, not four, so that kernel A
+// fits 3 CTAs per SM (79 registers): its CTAs are short (K = H split over 8 warps) and latency-bound,
+// and more of them per SM hide more (H100 session 16, per-entry graph us, 4 at 2 CTAs/SM -> 2 at 3:
+// Qwen3-30B T = 1 / 2 / 4 16.00 / 22.36 / 40.15 -> 14.29 / 20.81 / 38.43, DeepSeek-V3 -2 %, W4A4 -2..-10 %;
+// fi-256 (I = 256) +0.4..+3 %).
+constexpr int kUA = 2;
 constexpr int kUB = 8;  // FC2: chunks per load group (one tile)
 constexpr int kMaxTopK = int(kPerEntryMaxTopK);
 constexpr int kMaxUnits = kMaxTopK + kWarps;  // units = n_local * KS, bounded in choose_splits
@@ -244,7 +249,7 @@ __device__ __forceinline__ void copy_row(const uint16_t* src, uint16_t* dst, int
 }
 
 template <bool kBF16, GatherMode kMode>
-__global__ void __launch_bounds__(kThreads, 2) per_entry_fc1_kernel(const PerEntryArgs a) {
+__global__ void __launch_bounds__(kThreads, 3) per_entry_fc1_kernel(const PerEntryArgs a) {
   using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
   extern __shared__ uint4 x_smem[];  // [H] 16-bit
   __shared__ float part[kWarps][2][16];
