@@ -8,7 +8,7 @@
 //  A  per_entry_fc1_kernel, grid (I/16, T*k), 8 warps. CTA (b, entry) with local expert e computes
 //     the 16 up rows [16b, 16b+16) and the matching gate rows [I+16b, ...) of FC1_e · x[t]: the
 //     warps split K = H into 8 contiguous chunk ranges, each streams the prepacked weights of both
-//     tiles (128-bit ld.global.nc.L1::no_allocate, 4 chunks x 2 tiles = 8 loads in flight per lane),
+//     tiles (128-bit ld.global.nc.L1::no_allocate, 2 chunks x 2 tiles = 4 loads in flight per lane),
 //     decodes them to BF16/FP16 fragments (gemm/sm90/fragment_decode.cuh) and multiplies them with
 //     mma.m16n8k16 (weights = the 16-row A operand, x[t] = every column of B; column 0 is used),
 //     FP32 accumulation. x[t] is staged once per CTA in shared memory as the FC1 input the contract

@@ -279,7 +279,7 @@ TEST(GemmGpu, W4A16LargeMRaggedAllTactics) {
 TEST(GemmGpu, W4A4RaggedAllTactics) {
   FP4KIT_REQUIRE_SM90A();
   uint32_t seed = std::random_device{}();
-  // W4A4 needs k % 32 == 0 (16-byte rows of packed A); N and M stay ragged.
+  // W4A4 rows of packed A stay 16-byte aligned (lda % 32 == 0); N and M stay ragged.
   for (int64_t m : {1, 17, 100, 777})
     // (K = 960: 15 chunks, one warp per row block, so the rolling loops run twice plus a remainder.)
     for (auto [n, k] : {std::pair<int64_t, int64_t>{100, 1056}, {1000, 2080}, {260, 960}}) {
@@ -288,6 +288,10 @@ TEST(GemmGpu, W4A4RaggedAllTactics) {
     }
   // Strided A (lda = k + 64): staging, the fragment-order decode and every tactic read rows at lda.
   EXPECT_GT(run_case({13, 300, 1056, DType::kE2M1x2, DType::kBF16, true, 64}, seed++), 0);
+  // K % 32 == 16 (legal: only lda must be a multiple of 32): the last chunk's second half is
+  // partly past K (the arrangement reads it whole from the row's padding and zeroes the dead step).
+  EXPECT_GT(run_case({6, 200, 1040, DType::kE2M1x2, DType::kBF16, true, 16}, seed++), 0);
+  EXPECT_GT(run_case({2, 130, 80, DType::kE2M1x2, DType::kFP16, false, 16}, seed++), 0);
   EXPECT_GT(run_case({9, 200, 544, DType::kE2M1x2, DType::kFP16, false, 32}, seed++), 0);
 }
 

@@ -45,7 +45,7 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(1, 4096, 14336), "decode_dpr_m8_r16_u4");
   EXPECT_EQ(pick(2, 28672, 4096), "decode_dpr_m8_r16_u4");
   EXPECT_EQ(pick(1, 8192, 8192), "decode_dpr_m8_r16_u4");
-  // ... and at 3 tokens (4 in W4A16) where each warp streams <= 32 chunks.
+  // ... and at 3..4 tokens in W4A16 where each warp streams <= 32 chunks (W4A4: fragment order, below).
   EXPECT_EQ(pick(3, 8192, 8192), "decode_dpr_m8_r16_u4");
   EXPECT_EQ(pick(4, 4096, 14336), "decode_dpr_m8_r16_u4");
   {

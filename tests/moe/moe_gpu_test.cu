@@ -1024,7 +1024,10 @@ TEST(MoeGpu, PerEntryMatchesReferenceAndPipeline) {
     int64_t H, I, E, k, ep_size, ep_rank;
   };
   uint32_t seed = 11000;
-  for (const Shape& s : {Shape{192, 128, 16, 4, 1, 0}, Shape{192, 128, 16, 4, 2, 1}, Shape{2048, 512, 64, 8, 2, 0}}) {
+  // (H = 1344: 21 chunks over kernel A's 8 warps, so some warps run a full 2-chunk group and a
+  // remainder; k = 32: kernel B's one-warp slot table full.)
+  for (const Shape& s : {Shape{192, 128, 16, 4, 1, 0}, Shape{192, 128, 16, 4, 2, 1}, Shape{2048, 512, 64, 8, 2, 0},
+                         Shape{1344, 128, 64, 32, 1, 0}}) {
     // Weights once per shape (the large one is 32 local experts of 3M weights).
     const Layer base = make_layer({3, s.H, s.I, s.E, s.k, s.ep_size, s.ep_rank, MoeMode::kW4A16, DType::kBF16}, seed++);
     for (DType act : {DType::kBF16, DType::kFP16}) {

@@ -65,8 +65,9 @@ __global__ void __launch_bounds__(kArrangeThreads) arrange_activations_kernel(co
     }
   } else {
     // The chunk's 32 code bytes of the row: word q = 2s + h of them holds this lane's byte c =
-    // lane & 3 (elements 16s + 8h + 2c, +1). K % 32 == 0 for W4A4: each 16-byte half of the chunk is
-    // wholly inside K or wholly outside.
+    // lane & 3 (elements 16s + 8h + 2c, +1). A 16-byte half (32 elements) is read when it starts
+    // inside K; lda, a multiple of 32 elements and >= K, then holds it whole (its steps past K, when
+    // K % 32 == 16, come from the row's padding and are zeroed below).
     const uint4* src = reinterpret_cast<const uint4*>(row + 32 * j);
     const bool hi_live = 64 * j + 32 < x.k;
     const uint4 lo = __ldg(src), hi = __ldg(hi_live ? src + 1 : src);
