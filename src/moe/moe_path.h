@@ -46,12 +46,16 @@ inline bool per_entry_supported(int64_t tokens, int64_t top_k, int64_t hidden) {
 // Qwen3-30B 44.1 vs 46.8, DeepSeek-V3 298.7 vs 314.9, but fi-256 (I = 256) 62.6 vs 55.5; W4A4, whose
 // per-entry FC1 quantizes x in every CTA: Qwen3.6 44.9 vs 41.4, Qwen3-30B 61.9 vs 51.5, fi-256 69.7
 // vs 60.6).
+// Session 16 (the per-entry kernels' tails shortened, kernel A at 3 CTAs/SM; docs/PERF.md): W4A4 at
+// T·k = 17..32 with I >= 512 too (T = 4, per-entry vs pipeline, graph us: Qwen3.6 33.98 vs 35.25,
+// Qwen3-30B 43.91 vs 44.31; fi-256 (I = 256) 65.7 vs 53.1 stays on the pipeline).
 inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t inter, int64_t e_local, bool w4a4) {
+  (void)w4a4;  // (the rule no longer depends on the mode)
   const int64_t entries = tokens * top_k;
   if (tokens == 1) return true;
   if (e_local < 4 * entries) return false;  // repeated experts
   if (entries <= 16) return true;
-  return entries <= 32 && !w4a4 && inter >= 512;
+  return entries <= 32 && inter >= 512;
 }
 
 // The decision for one call (the shape checks of fused_moe passed; a forced kPerEntry that is not

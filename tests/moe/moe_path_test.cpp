@@ -113,13 +113,14 @@ TEST(MoePath, AutoRule) {
   auto pe = [&](int64_t T, int64_t k, int64_t H, int64_t I, int64_t E, bool w4a4 = false) {
     return path(T, k, H, I, E, w4a4) == MoePath::kPerEntry;
   };
-  // Qwen3.6-35B-A3B (H 2048, I 512, E 256, k 8): per-entry up to T = 4 (32 entries) in W4A16,
-  // up to T = 2 in W4A4.
+  // Qwen3.6-35B-A3B (H 2048, I 512, E 256, k 8): per-entry up to T = 4 (32 entries), both modes.
   EXPECT_TRUE(pe(1, 8, 2048, 512, 256));
   EXPECT_TRUE(pe(4, 8, 2048, 512, 256));
   EXPECT_FALSE(pe(5, 8, 2048, 512, 256));
   EXPECT_TRUE(pe(2, 8, 2048, 512, 256, true));
-  EXPECT_FALSE(pe(4, 8, 2048, 512, 256, true));
+  EXPECT_TRUE(pe(4, 8, 2048, 512, 256, true));
+  EXPECT_FALSE(pe(5, 8, 2048, 512, 256, true));
+  EXPECT_FALSE(pe(4, 8, 7168, 256, 256, true));  // fi-256 (I = 256) W4A4: the pipeline
   EXPECT_TRUE(pe(1, 8, 2048, 512, 256, true));
   // fi-256 (I 256): T = 4 takes the pipeline.
   EXPECT_TRUE(pe(2, 8, 7168, 256, 256));
