@@ -17,6 +17,7 @@
 #include <cstdlib>
 
 #include "gemm/sm90/wgmma_kernel.cuh"
+#include "micro_harness.cuh"
 
 namespace {
 
@@ -40,10 +41,7 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], 
 template <int MODE, int N, int NT>
 __global__ void __launch_bounds__(NT, 1) mma_kernel(const uint4* codes, const uint2* scales, int iters, float* out) {
   __shared__ __align__(1024) uint8_t smem[8192];  // wgmma B tile [N <= 64][64] 16-bit, 128B swizzle
-  for (int i = threadIdx.x; i < int(sizeof(smem) / 4); i += blockDim.x)
-    reinterpret_cast<uint32_t*>(smem)[i] = 0x3c003c00u ^ (i * 2654435761u & 0x00ff00ffu);  // small random BF16
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  __syncthreads();
+  fp4kit::micro::fill_smem_bf16(smem, int(sizeof(smem)));
   const uint32_t b = smem_u32(smem);
   const uint4 w = codes[threadIdx.x];
   const uint2 sc = scales[threadIdx.x];
@@ -68,13 +66,7 @@ __global__ void __launch_bounds__(NT, 1) mma_kernel(const uint4* codes, const ui
   decode_chunk<T>(w, sc, fa0);
   decode_chunk<T>(w, sc, fa1);
   uint32_t chk = 0;
-  auto decode = [&](uint32_t (&f)[4][4], int it) {  // a chunk that differs per stage (nothing hoisted)
-    uint4 x = w;
-    x.x ^= it; x.y ^= it << 1; x.z ^= it << 2; x.w ^= it << 3;
-    uint2 y = sc;
-    y.x ^= it << 5; y.y ^= it << 7;
-    decode_chunk<T>(x, y, f);
-  };
+  auto decode = [&](uint32_t (&f)[4][4], int it) { fp4kit::micro::decode_stage_chunk<T>(w, sc, it, f); };
   auto sync_mma = [&](const uint32_t (&f)[4][4]) {
 #pragma unroll
     for (int s = 0; s < 4; ++s)
@@ -126,76 +118,36 @@ __global__ void __launch_bounds__(NT, 1) mma_kernel(const uint4* codes, const ui
 }
 
 template <int MODE, int N, int NT>
-float ns_per_stage(const uint4* codes, const uint2* scales, float* out, int iters, int sms) {
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  mma_kernel<MODE, N, NT><<<sms, NT>>>(codes, scales, iters, out);  // warm-up
-  cudaEventRecord(e0);
-  constexpr int kReps = 5;
-  for (int r = 0; r < kReps; ++r) mma_kernel<MODE, N, NT><<<sms, NT>>>(codes, scales, iters, out);
-  cudaEventRecord(e1);
-  cudaEventSynchronize(e1);
-  float ms = 0.f;
-  cudaEventElapsedTime(&ms, e0, e1);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) {
-    std::fprintf(stderr, "fp4kit_micro_mma: %s\n", cudaGetErrorString(err));
-    std::exit(1);
-  }
-  return ms / kReps * 1e6f / float(iters);
+float ns_per_stage(const fp4kit::micro::ChunkInputs& in) {
+  return fp4kit::micro::ns_per_stage("fp4kit_micro_mma", in.iters, [&] {
+    mma_kernel<MODE, N, NT><<<in.sms, NT>>>(in.codes, in.scales, in.iters, in.out);
+  });
 }
 
 template <int N, int NT>
-void row(const uint4* codes, const uint2* scales, float* out, int iters, int sms) {
-  const float d = ns_per_stage<kDecodeOnly, N, NT>(codes, scales, out, iters, sms);
-  const float s = ns_per_stage<kSyncOnly, N, NT>(codes, scales, out, iters, sms);
-  const float sd = ns_per_stage<kSyncDecode, N, NT>(codes, scales, out, iters, sms);
-  const float g = ns_per_stage<kWgOnly, N, NT>(codes, scales, out, iters, sms);
-  const float gd = ns_per_stage<kWgDecode, N, NT>(codes, scales, out, iters, sms);
+void row(const fp4kit::micro::ChunkInputs& in) {
+  const float d = ns_per_stage<kDecodeOnly, N, NT>(in);
+  const float s = ns_per_stage<kSyncOnly, N, NT>(in);
+  const float sd = ns_per_stage<kSyncDecode, N, NT>(in);
+  const float g = ns_per_stage<kWgOnly, N, NT>(in);
+  const float gd = ns_per_stage<kWgDecode, N, NT>(in);
   std::printf("%7d %6d %10.2f %12.2f %14.2f %10.2f %12.2f\n", N, NT / 32, d, s, sd, g, gd);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int iters = argc > 1 ? std::atoi(argv[1]) : (1 << 16);
-  if (iters <= 0) {
-    std::fprintf(stderr, "fp4kit_micro_mma: iterations must be positive\n");
-    return 2;
-  }
-  iters = (iters + 1) & ~1;  // the loop runs stages in pairs
-  int dev = 0, major = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
-      major != 9) {
-    std::printf("fp4kit_micro_mma: skipped (needs an sm_90 GPU)\n");
-    return 0;
-  }
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  uint4* codes = nullptr;
-  uint2* scales = nullptr;
-  float* out = nullptr;
-  cudaMalloc(&codes, 512 * sizeof(uint4));
-  cudaMalloc(&scales, 512 * sizeof(uint2));
-  cudaMalloc(&out, size_t(sms) * 512 * sizeof(float));
-  uint32_t h[512 * 4];
-  for (int i = 0; i < 512 * 4; ++i) h[i] = 0x9e3779b9u * uint32_t(i + 1);
-  cudaMemcpy(codes, h, 512 * sizeof(uint4), cudaMemcpyHostToDevice);
-  for (int i = 0; i < 512 * 2; ++i) h[i] = 0x30303030u + (uint32_t(i) & 0x0f0f0f0fu);  // E4M3 scales near 1
-  cudaMemcpy(scales, h, 512 * sizeof(uint2), cudaMemcpyHostToDevice);
+  fp4kit::micro::ChunkInputs in;
+  if (const int rc = fp4kit::micro::setup("fp4kit_micro_mma", argc, argv, in); rc >= 0) return rc;
   std::printf("ns per stage per SM (one CTA per SM; a stage = one 16x64 chunk per warp)\n");
   std::printf("%7s %6s %10s %12s %14s %10s %12s\n", "tokens", "warps", "decode", "mma.sync", "decode+sync",
               "wgmma", "wgmma+dec");
-  row<8, 256>(codes, scales, out, iters, sms);
-  row<8, 512>(codes, scales, out, iters, sms);
-  row<16, 256>(codes, scales, out, iters, sms);
-  row<16, 512>(codes, scales, out, iters, sms);
-  row<32, 256>(codes, scales, out, iters, sms);
-  row<32, 512>(codes, scales, out, iters, sms);
-  cudaFree(codes);
-  cudaFree(scales);
-  cudaFree(out);
+  row<8, 256>(in);
+  row<8, 512>(in);
+  row<16, 256>(in);
+  row<16, 512>(in);
+  row<32, 256>(in);
+  row<32, 512>(in);
+  fp4kit::micro::release(in);
   return 0;
 }

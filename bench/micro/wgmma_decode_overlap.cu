@@ -21,6 +21,7 @@
 #include <cstdlib>
 
 #include "gemm/sm90/wgmma_kernel.cuh"
+#include "micro_harness.cuh"
 
 namespace {
 
@@ -49,10 +50,7 @@ __device__ __forceinline__ void issue_ss(uint32_t a_s, uint32_t b, float (&acc)[
 template <int MODE, int NT>
 __global__ void __launch_bounds__(NT, 1) overlap_kernel(const uint4* codes, const uint2* scales, int iters, float* out) {
   __shared__ __align__(1024) uint8_t smem[4096 + 4 * 8192];  // B tile [32][64] + an A slab per warpgroup (SS)
-  for (int i = threadIdx.x; i < int(sizeof(smem) / 4); i += blockDim.x)
-    reinterpret_cast<uint32_t*>(smem)[i] = 0x3c003c00u ^ (i * 2654435761u & 0x00ff00ffu);  // small random BF16
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  __syncthreads();
+  fp4kit::micro::fill_smem_bf16(smem, int(sizeof(smem)));
   const uint32_t b = smem_u32(smem), a_s = b + 4096 + (threadIdx.x >> 7) * 8192;
   const uint4 w = codes[threadIdx.x];
   const uint2 sc = scales[threadIdx.x];
@@ -63,14 +61,7 @@ __global__ void __launch_bounds__(NT, 1) overlap_kernel(const uint4* codes, cons
   decode_chunk<T>(w, sc, fa0);
   decode_chunk<T>(w, sc, fa1);
   uint32_t chk = 0;
-  // Decodes a chunk that differs per stage (so nothing is hoisted out of the loop).
-  auto decode = [&](uint32_t (&f)[4][4], int it) {
-    uint4 x = w;
-    x.x ^= it; x.y ^= it << 1; x.z ^= it << 2; x.w ^= it << 3;
-    uint2 y = sc;
-    y.x ^= it << 5; y.y ^= it << 7;
-    decode_chunk<T>(x, y, f);
-  };
+  auto decode = [&](uint32_t (&f)[4][4], int it) { fp4kit::micro::decode_stage_chunk<T>(w, sc, it, f); };
   auto fold = [&](const uint32_t (&f)[4][4]) {
 #pragma unroll
     for (int s = 0; s < 4; ++s)
@@ -125,77 +116,36 @@ __global__ void __launch_bounds__(NT, 1) overlap_kernel(const uint4* codes, cons
 }
 
 template <int MODE, int NT>
-float ns_per_stage(const uint4* codes, const uint2* scales, float* out, int iters, int sms) {
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  overlap_kernel<MODE, NT><<<sms, NT>>>(codes, scales, iters, out);  // warm-up
-  cudaEventRecord(e0);
-  constexpr int kReps = 5;
-  for (int r = 0; r < kReps; ++r) overlap_kernel<MODE, NT><<<sms, NT>>>(codes, scales, iters, out);
-  cudaEventRecord(e1);
-  cudaEventSynchronize(e1);
-  float ms = 0.f;
-  cudaEventElapsedTime(&ms, e0, e1);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) {
-    std::fprintf(stderr, "fp4kit_micro_overlap: %s\n", cudaGetErrorString(err));
-    std::exit(1);
-  }
-  return ms / kReps * 1e6f / float(iters);
+float ns_per_stage(const fp4kit::micro::ChunkInputs& in) {
+  return fp4kit::micro::ns_per_stage("fp4kit_micro_overlap", in.iters, [&] {
+    overlap_kernel<MODE, NT><<<in.sms, NT>>>(in.codes, in.scales, in.iters, in.out);
+  });
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int iters = argc > 1 ? std::atoi(argv[1]) : (1 << 16);
-  if (iters <= 0) {
-    std::fprintf(stderr, "fp4kit_micro_overlap: iterations must be positive\n");
-    return 2;
-  }
-  iters = (iters + 1) & ~1;  // the loop runs stages in pairs
-  int dev = 0, major = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ||
-      major != 9) {
-    std::printf("fp4kit_micro_overlap: skipped (needs an sm_90 GPU)\n");
-    return 0;
-  }
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  uint4* codes = nullptr;
-  uint2* scales = nullptr;
-  float* out = nullptr;
-  cudaMalloc(&codes, 512 * sizeof(uint4));
-  cudaMalloc(&scales, 512 * sizeof(uint2));
-  cudaMalloc(&out, size_t(sms) * 512 * sizeof(float));
-  uint32_t h[512 * 4];
-  for (int i = 0; i < 512 * 4; ++i) h[i] = 0x9e3779b9u * uint32_t(i + 1);
-  cudaMemcpy(codes, h, 512 * sizeof(uint4), cudaMemcpyHostToDevice);
-  for (int i = 0; i < 512 * 2; ++i) h[i] = 0x30303030u + (uint32_t(i) & 0x0f0f0f0fu);  // E4M3 scales near 1
-  cudaMemcpy(scales, h, 512 * sizeof(uint2), cudaMemcpyHostToDevice);
-
+  fp4kit::micro::ChunkInputs in;
+  if (const int rc = fp4kit::micro::setup("fp4kit_micro_overlap", argc, argv, in); rc >= 0) return rc;
   struct Row {
     const char* name;
     float ns;
   } rows[] = {
-      {"2 WGs: RS wgmma only (4 per WG per stage)", ns_per_stage<kRsOnly, 256>(codes, scales, out, iters, sms)},
-      {"2 WGs: decode only (1 chunk per lane per stage)", ns_per_stage<kDecodeOnly, 256>(codes, scales, out, iters, sms)},
-      {"2 WGs: RS wgmma + decode (GEMM pattern)", ns_per_stage<kRsDecode, 256>(codes, scales, out, iters, sms)},
-      {"2 WGs: SS wgmma only", ns_per_stage<kSsOnly, 256>(codes, scales, out, iters, sms)},
-      {"2 WGs: SS wgmma + decode (to a checksum)", ns_per_stage<kSsDecode, 256>(codes, scales, out, iters, sms)},
-      {"roles split: WG0 RS wgmma x2, WG1 decode x2", ns_per_stage<kSplitRoles, 256>(codes, scales, out, iters, sms)},
-      {"roles split: WG1 decode x2 alone", ns_per_stage<kDecodeAloneX2, 256>(codes, scales, out, iters, sms)},
-      {"4 WGs: RS wgmma only", ns_per_stage<kRsOnly, 512>(codes, scales, out, iters, sms)},
-      {"4 WGs: decode only", ns_per_stage<kDecodeOnly, 512>(codes, scales, out, iters, sms)},
-      {"4 WGs: RS wgmma + decode", ns_per_stage<kRsDecode, 512>(codes, scales, out, iters, sms)},
+      {"2 WGs: RS wgmma only (4 per WG per stage)", ns_per_stage<kRsOnly, 256>(in)},
+      {"2 WGs: decode only (1 chunk per lane per stage)", ns_per_stage<kDecodeOnly, 256>(in)},
+      {"2 WGs: RS wgmma + decode (GEMM pattern)", ns_per_stage<kRsDecode, 256>(in)},
+      {"2 WGs: SS wgmma only", ns_per_stage<kSsOnly, 256>(in)},
+      {"2 WGs: SS wgmma + decode (to a checksum)", ns_per_stage<kSsDecode, 256>(in)},
+      {"roles split: WG0 RS wgmma x2, WG1 decode x2", ns_per_stage<kSplitRoles, 256>(in)},
+      {"roles split: WG1 decode x2 alone", ns_per_stage<kDecodeAloneX2, 256>(in)},
+      {"4 WGs: RS wgmma only", ns_per_stage<kRsOnly, 512>(in)},
+      {"4 WGs: decode only", ns_per_stage<kDecodeOnly, 512>(in)},
+      {"4 WGs: RS wgmma + decode", ns_per_stage<kRsDecode, 512>(in)},
   };
   std::printf("%-50s %10s\n", "workload (one CTA per SM)", "ns/stage");
   for (const Row& r : rows) std::printf("%-50s %10.2f\n", r.name, r.ns);
   std::printf("overlap test (2 WGs): max(wgmma, decode) %.2f, sum %.2f, measured %.2f\n",
               rows[0].ns > rows[1].ns ? rows[0].ns : rows[1].ns, rows[0].ns + rows[1].ns, rows[2].ns);
-  cudaFree(codes);
-  cudaFree(scales);
-  cudaFree(out);
+  fp4kit::micro::release(in);
   return 0;
 }
