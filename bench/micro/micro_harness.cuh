@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "gemm/sm90/fragment_decode.cuh"
+#include "gemm/sm90/wgmma_kernel.cuh"
 
 namespace fp4kit::micro {
 
@@ -24,6 +25,43 @@ __device__ __forceinline__ void decode_stage_chunk(uint4 w, uint2 sc, int it, ui
   sc.x ^= it << 5;
   sc.y ^= it << 7;
   gemm_impl::sm90::decode_chunk<T>(w, sc, f);
+}
+
+// XORs a decoded chunk into `chk` (a decode whose results feed nothing else is kept alive this way).
+__device__ __forceinline__ void fold_chunk(uint32_t& chk, const uint32_t (&f)[4][4]) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) chk ^= f[s][j];
+}
+
+// The 4 RS wgmmas m64nNk16 of one 64-K stage: the decoded chunk `a` against the 128B-swizzled
+// [N][64] B tile at shared address `b`.
+template <typename T, int N>
+__device__ __forceinline__ void issue_rs(const uint32_t (&a)[4][4], uint32_t b, float (&acc)[N / 2]) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s) gemm_impl::sm90::gmma_rs<T, N>(a[s], gemm_impl::sm90::sw128_desc(b + 32 * s), acc);
+}
+
+// One wgmma batch as the GEMM's consumers issue it: fence the accumulators, arrive, `issue()`,
+// commit, and wait until at most one batch (this one) is in flight.
+template <int NA, class Issue>
+__device__ __forceinline__ void wgmma_batch(float (&acc)[NA], Issue issue) {
+  gemm_impl::sm90::fence_acc(acc);
+  cute::warpgroup_arrive();
+  issue();
+  cute::warpgroup_commit_batch();
+  cute::warpgroup_wait<1>();
+}
+
+// Runs `body(cur, nxt, stage)` for stages 0..iters-1 (iters even), alternating two fragment sets: a
+// stage works on `cur` and may decode the next stage into `nxt` (the GEMM consumers' double buffering).
+template <class Body>
+__device__ __forceinline__ void stage_pairs(int iters, uint32_t (&fa0)[4][4], uint32_t (&fa1)[4][4], Body body) {
+  for (int it = 0; it < iters; it += 2) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) body(h ? fa1 : fa0, h ? fa0 : fa1, it + h);
+  }
 }
 
 // Fills `bytes` of shared memory with small random BF16 values, visible to wgmma (async proxy) after

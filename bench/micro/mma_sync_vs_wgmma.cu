@@ -23,9 +23,7 @@ namespace {
 
 using fp4kit::gemm_impl::sm90::decode_chunk;
 using fp4kit::gemm_impl::sm90::fence_acc;
-using fp4kit::gemm_impl::sm90::gmma_rs;
 using fp4kit::gemm_impl::sm90::smem_u32;
-using fp4kit::gemm_impl::sm90::sw128_desc;
 using T = __nv_bfloat16;
 
 enum Mode { kDecodeOnly, kSyncOnly, kSyncDecode, kWgOnly, kWgDecode };
@@ -74,37 +72,24 @@ __global__ void __launch_bounds__(NT, 1) mma_kernel(const uint4* codes, const ui
       for (int t = 0; t < kTiles; ++t) mma16816(acc_s[t], f[s], act[t][s][0], act[t][s][1]);
   };
   auto wg_batch = [&](const uint32_t (&f)[4][4]) {
-    fence_acc(acc_w);
-    cute::warpgroup_arrive();
-#pragma unroll
-    for (int s = 0; s < 4; ++s) gmma_rs<T, N>(f[s], sw128_desc(b + 32 * s), acc_w);
-    cute::warpgroup_commit_batch();
-    cute::warpgroup_wait<1>();
+    fp4kit::micro::wgmma_batch(acc_w, [&] { fp4kit::micro::issue_rs<T, N>(f, b, acc_w); });
   };
-  for (int it = 0; it < iters; it += 2) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      auto& cur = h ? fa1 : fa0;
-      auto& nxt = h ? fa0 : fa1;
-      if constexpr (MODE == kDecodeOnly) {
-        decode(nxt, it + h);
-#pragma unroll
-        for (int s = 0; s < 4; ++s)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) chk ^= nxt[s][j];
-      } else if constexpr (MODE == kSyncOnly) {
-        sync_mma(cur);
-      } else if constexpr (MODE == kSyncDecode) {
-        decode(nxt, it + h);
-        sync_mma(nxt);
-      } else if constexpr (MODE == kWgOnly) {
-        wg_batch(cur);
-      } else {
-        wg_batch(cur);
-        decode(nxt, it + h);
-      }
+  fp4kit::micro::stage_pairs(iters, fa0, fa1, [&](uint32_t (&cur)[4][4], uint32_t (&nxt)[4][4], int stage) {
+    if constexpr (MODE == kDecodeOnly) {
+      decode(nxt, stage);
+      fp4kit::micro::fold_chunk(chk, nxt);
+    } else if constexpr (MODE == kSyncOnly) {
+      sync_mma(cur);
+    } else if constexpr (MODE == kSyncDecode) {
+      decode(nxt, stage);
+      sync_mma(nxt);
+    } else if constexpr (MODE == kWgOnly) {
+      wg_batch(cur);
+    } else {
+      wg_batch(cur);
+      decode(nxt, stage);
     }
-  }
+  });
   cute::warpgroup_wait<0>();
   fence_acc(acc_w);
   float s = 0.f;

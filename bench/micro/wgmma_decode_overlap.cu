@@ -27,7 +27,6 @@ namespace {
 
 using fp4kit::gemm_impl::sm90::decode_chunk;
 using fp4kit::gemm_impl::sm90::fence_acc;
-using fp4kit::gemm_impl::sm90::gmma_rs;
 using fp4kit::gemm_impl::sm90::smem_u32;
 using fp4kit::gemm_impl::sm90::sw128_desc;
 using T = __nv_bfloat16;
@@ -35,10 +34,6 @@ constexpr int kN = 32;  // wgmma N (tokens): the 128x32 tile
 
 enum Mode { kRsOnly, kDecodeOnly, kRsDecode, kSsOnly, kSsDecode, kSplitRoles, kDecodeAloneX2 };
 
-__device__ __forceinline__ void issue_rs(const uint32_t (&a)[4][4], uint32_t b, float (&acc)[kN / 2]) {
-#pragma unroll
-  for (int s = 0; s < 4; ++s) gmma_rs<T, kN>(a[s], sw128_desc(b + 32 * s), acc);
-}
 __device__ __forceinline__ void issue_ss(uint32_t a_s, uint32_t b, float (&acc)[kN / 2]) {
   using Op = cute::SM90::GMMA::MMA_64x32x16_F32BF16BF16_SS<cute::SM90::GMMA::Major::K, cute::SM90::GMMA::Major::K>;
 #pragma unroll
@@ -62,51 +57,39 @@ __global__ void __launch_bounds__(NT, 1) overlap_kernel(const uint4* codes, cons
   decode_chunk<T>(w, sc, fa1);
   uint32_t chk = 0;
   auto decode = [&](uint32_t (&f)[4][4], int it) { fp4kit::micro::decode_stage_chunk<T>(w, sc, it, f); };
-  auto fold = [&](const uint32_t (&f)[4][4]) {
-#pragma unroll
-    for (int s = 0; s < 4; ++s)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) chk ^= f[s][j];
-  };
+  auto fold = [&](const uint32_t (&f)[4][4]) { fp4kit::micro::fold_chunk(chk, f); };
   auto batch = [&](const uint32_t (&f)[4][4], bool ss) {
-    fence_acc(acc);
-    cute::warpgroup_arrive();
-    if (ss) issue_ss(a_s, b, acc);
-    else issue_rs(f, b, acc);
-    cute::warpgroup_commit_batch();
-    cute::warpgroup_wait<1>();
+    fp4kit::micro::wgmma_batch(acc, [&] {
+      if (ss) issue_ss(a_s, b, acc);
+      else fp4kit::micro::issue_rs<T, kN>(f, b, acc);
+    });
   };
-  for (int it = 0; it < iters; it += 2) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      auto& cur = h ? fa1 : fa0;
-      auto& nxt = h ? fa0 : fa1;
-      if constexpr (MODE == kDecodeOnly) {
-        decode(nxt, it + h);
-        fold(nxt);
-      } else if constexpr (MODE == kSplitRoles || MODE == kDecodeAloneX2) {
-        // Warpgroup 0 runs both warpgroups' wgmmas, warpgroup 1 both decodes (or nothing runs on 0).
-        if (threadIdx.x < 128) {
-          if constexpr (MODE == kSplitRoles) {
-            batch(fa0, false);
-            batch(fa0, false);
-          }
-        } else {
-          decode(tmp, it + h);
-          fold(tmp);
-          decode(tmp, it + h + 7);
-          fold(tmp);
+  fp4kit::micro::stage_pairs(iters, fa0, fa1, [&](uint32_t (&cur)[4][4], uint32_t (&nxt)[4][4], int stage) {
+    if constexpr (MODE == kDecodeOnly) {
+      decode(nxt, stage);
+      fold(nxt);
+    } else if constexpr (MODE == kSplitRoles || MODE == kDecodeAloneX2) {
+      // Warpgroup 0 runs both warpgroups' wgmmas, warpgroup 1 both decodes (or nothing runs on 0).
+      if (threadIdx.x < 128) {
+        if constexpr (MODE == kSplitRoles) {
+          batch(fa0, false);
+          batch(fa0, false);
         }
       } else {
-        batch(cur, MODE == kSsOnly || MODE == kSsDecode);
-        if constexpr (MODE == kRsDecode) decode(nxt, it + h);
-        if constexpr (MODE == kSsDecode) {
-          decode(tmp, it + h);
-          fold(tmp);
-        }
+        decode(tmp, stage);
+        fold(tmp);
+        decode(tmp, stage + 7);
+        fold(tmp);
+      }
+    } else {
+      batch(cur, MODE == kSsOnly || MODE == kSsDecode);
+      if constexpr (MODE == kRsDecode) decode(nxt, stage);
+      if constexpr (MODE == kSsDecode) {
+        decode(tmp, stage);
+        fold(tmp);
       }
     }
-  }
+  });
   cute::warpgroup_wait<0>();
   fence_acc(acc);
   float s = 0.f;

@@ -257,8 +257,8 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // warp's range is not long (H100 session 15, M = 1, graph us: 8192x8192 13.5 vs 14.7 for the
   // plain 32-row blocks, gate_up 22.8 vs 24.0, down 12.3 vs 13.1, o 5.0 vs 5.5; qkv (1.5 waves of
   // 16-row CTAs) and 8192x28672 (112 chunks per warp) keep the plain tiles). 3..4 tokens (W4A16; W4A4
-  // takes the fragment-order tiles above) only up to 32 chunks per warp (run 210, M = 3 / 4 W4A16: 8192x8192 13.99 / 14.77 vs 15.14 /
-  // 15.49 for r32, down 13.36 / 14.17 vs 13.71 / 14.56, o 5.53 / 6.08 vs 5.96 / 6.36; gate_up at 64
+  // takes the fragment-order tiles above) only up to 32 chunks per warp (run 210, M = 3 / 4 W4A16:
+  // 8192x8192 13.99 / 14.77 vs 15.14 / 15.49 for r32, down 13.36 / 14.17 vs 13.71 / 14.56, o 5.53 / 6.08 vs 5.96 / 6.36; gate_up at 64
   // chunks lost from 4 tokens on, 8192x8192 W4A4 at 4 tokens +3.5 %, everything at 5).
   if (m <= 4 && rolling_r16_fits(m <= 2 ? 64 : 32)) return decode_dp_id(1, 1, 4, true);
   return decode_dp_id(1, r32 ? 2 : 1, 4);

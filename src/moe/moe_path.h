@@ -49,8 +49,7 @@ inline bool per_entry_supported(int64_t tokens, int64_t top_k, int64_t hidden) {
 // Session 16 (the per-entry kernels' tails shortened, kernel A at 3 CTAs/SM; docs/PERF.md): W4A4 at
 // T·k = 17..32 with I >= 512 too (T = 4, per-entry vs pipeline, graph us: Qwen3.6 33.98 vs 35.25,
 // Qwen3-30B 43.91 vs 44.31; fi-256 (I = 256) 65.7 vs 53.1 stays on the pipeline).
-inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t inter, int64_t e_local, bool w4a4) {
-  (void)w4a4;  // (the rule no longer depends on the mode)
+inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t inter, int64_t e_local) {
   const int64_t entries = tokens * top_k;
   if (tokens == 1) return true;
   if (e_local < 4 * entries) return false;  // repeated experts
@@ -116,10 +115,11 @@ inline bool fused_decode_preferred(int64_t tokens, int64_t top_k, int64_t hidden
 inline MoePath resolve_moe_path(MoePath path, int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter,
                                 int64_t e_local, bool w4a4, int sms) {
   if (path != MoePath::kAuto) return path;
+  (void)w4a4;  // no rule depends on the mode since session 16; callers and tests still state it
   const bool per_entry = per_entry_supported(tokens, top_k, hidden);
   if (per_entry && tokens == 1) return MoePath::kPerEntry;
   if (fused_decode_preferred(tokens, top_k, hidden, inter, e_local, sms)) return MoePath::kFusedDecode;
-  if (per_entry && per_entry_preferred(tokens, top_k, inter, e_local, w4a4)) return MoePath::kPerEntry;
+  if (per_entry && per_entry_preferred(tokens, top_k, inter, e_local)) return MoePath::kPerEntry;
   return MoePath::kPipeline;
 }
 
