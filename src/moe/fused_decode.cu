@@ -345,8 +345,10 @@ __device__ __forceinline__ void fc2_unit(const FusedDecodeArgs& a, PairStream& s
 // The finalize of rows [32 rb, 32 rb + 32) for every token, by the warp that completed the row
 // block's last FC2 unit: 4 vectors of 8 per token, k slots in batches of 4 (finalize_kernel's
 // arithmetic; batches of 8 spilled at the kernel's 128 registers).
+// route: the CTA's copy of perm and final_scales ({row, scale bits} per entry, staged at the start),
+// so that a batch costs one L2 round trip (its F2 rows), not two.
 template <bool kBF16>
-__device__ __forceinline__ void finalize_rows(const FusedDecodeArgs& a, int rb, int lane) {
+__device__ __forceinline__ void finalize_rows(const FusedDecodeArgs& a, const int2* route, int rb, int lane) {
   constexpr int kBatch = 4;
   const uint16_t* f2 = static_cast<const uint16_t*>(a.f2);
   uint16_t* out = static_cast<uint16_t*>(a.out);
@@ -354,8 +356,13 @@ __device__ __forceinline__ void finalize_rows(const FusedDecodeArgs& a, int rb, 
   for (int64_t it = lane; it < items; it += 32) {
     const int64_t t = it >> 2;
     const int64_t col = int64_t(rb) * 32 + (it & 3) * 8;
+    const int2* rt = route + t * a.top_k;
     *reinterpret_cast<uint4*>(out + t * a.hidden + col) =
-        finalize_vector<kBF16, kBatch, true>(f2, a.hidden, a.perm, a.final_scales, a.top_k, t, col);
+        finalize_vector_routed<kBF16, kBatch, true>(f2, a.hidden, a.top_k, col, [&](int j, int& row, float& w) {
+          const int2 r = rt[j];
+          row = r.x;
+          w = __int_as_float(r.y);
+        });
   }
 }
 
@@ -400,6 +407,12 @@ __global__ void __launch_bounds__(kThreads, 2) moe_fused_decode_kernel(FusedDeco
       reinterpret_cast<uint4*>(a.out)[v] = make_uint4(0, 0, 0, 0);
     return;
   }
+  // perm and final_scales for the finalize (fused_decode_smem_bytes): read once per CTA here, where the
+  // first weights are still in flight, instead of once per slot batch on the layer's tail.
+  extern __shared__ int2 route_s[];
+  for (int i = threadIdx.x; i < a.tokens * a.top_k; i += kThreads)
+    route_s[i] = make_int2(__ldg(a.perm + i), __float_as_int(__ldg(a.final_scales + i)));
+  __syncthreads();
   int64_t next = 0;
   while (u < total) {
     // Ask for the unit after this one now; its answer is needed only at the end of this one.
@@ -436,7 +449,7 @@ __global__ void __launch_bounds__(kThreads, 2) moe_fused_decode_kernel(FusedDeco
       if (lane == 0) arrived = gemm_impl::sm90::arrive_acq_rel(a.fin_count + rb);
       arrived = __shfl_sync(kFullMask, arrived, 0);
       if (arrived == na - 1)
-        for (int hb = 0; hb < fc2_blocks; ++hb) finalize_rows<kBF16>(a, rb * fc2_blocks + hb, lane);
+        for (int hb = 0; hb < fc2_blocks; ++hb) finalize_rows<kBF16>(a, route_s, rb * fc2_blocks + hb, lane);
     }
     pre = false;
     u = __shfl_sync(kFullMask, next, 0);
@@ -460,15 +473,17 @@ Status launch_typed(const FusedDecodeArgs& a, int sm_count, cudaStream_t stream)
   const int64_t units = int64_t(a.slots) * (a.inter / 16 * a.fc1_parts + a.hidden / 32 / a.fc2_blocks);
   const int64_t ctas =
       std::clamp<int64_t>((units + kWarps - 1) / kWarps, 1, int64_t(sm_count) * resident_ctas<T, kQuant>());
+  const size_t smem = size_t(a.tokens) * a.top_k * sizeof(int2);  // <= 32 KB (T * k <= kFusedMaxRows)
   return detail::cuda_status(
-      launch_kernel(moe_fused_decode_kernel<T, kQuant>, dim3(unsigned(ctas)), dim3(kThreads), 0, stream, true, a),
+      launch_kernel(moe_fused_decode_kernel<T, kQuant>, dim3(unsigned(ctas)), dim3(kThreads), smem, stream, true, a),
       "fused_moe: moe_fused_decode_kernel");
 }
 
 }  // namespace
 
 Status launch_fused_decode(const FusedDecodeArgs& a, bool bf16, bool quantize, int sm_count, cudaStream_t stream) {
-  if (a.slots <= 0 || a.hidden % 64 != 0 || a.inter % 64 != 0 || a.tokens <= 0 ||
+  if (a.slots <= 0 || a.hidden % 64 != 0 || a.inter % 64 != 0 || a.tokens <= 0 || a.top_k <= 0 ||
+      int64_t(a.tokens) * a.top_k > kFusedMaxRows ||
       !(a.fc1_parts == 1 || a.fc1_parts == 2 || a.fc1_parts == 4) || (a.fc1_parts > 1 && !a.partials) ||
       !(a.fc2_blocks == 1 || a.fc2_blocks == 2))
     return Status(StatusCode::kInternal, "fused_moe: fused decode kernel used outside its limits");

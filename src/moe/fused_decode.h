@@ -15,8 +15,10 @@ namespace fp4kit::moe_impl {
 struct FusedDecodeArgs {
   int hidden = 0, inter = 0, top_k = 0, tokens = 0;  // H, I (multiples of 64), k, T
   int slots = 0;                     // upper bound of num_active: min(E_local, T * k)
-  // FC1 input: [rows, H] 16-bit gathered by the permutation (row_token null; W4A4), or the layer's
-  // input x [T, H] read through row_token (W4A16: the permutation gathers nothing).
+  // FC1 input: [rows, H] 16-bit gathered by the permutation (row_token null; W4A4 with per-expert or
+  // pre-quantized activations), or [T, H] read through row_token: the layer's input x (W4A16: the
+  // permutation gathers nothing) or, W4A4 with one activation global, x quantized once per token by
+  // the permutation's other blocks (GatherArgs::token_rows).
   const void* a1 = nullptr;
   const int32_t* row_token = nullptr;  // [rows] token of each permuted row, or null
   void* f2 = nullptr;                // [rows, H] FC2 output: the A1 region (row r of F2 over row r of A1)

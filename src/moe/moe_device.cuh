@@ -125,10 +125,11 @@ __device__ __forceinline__ void nvfp4_decode16(uint2 codes, uint8_t sf_byte, flo
 // the 8 values rounded to 16 bits. kBatch slots at a time: every index and row load of a batch is
 // issued before the first is used (one slot after the other cost two dependent L2 round trips per
 // slot: ~7 us at T = 8, k = 8 on an H100); the sum still runs in j order. kCoherent: F2 was written
-// during this launch (the fused-decode kernel): L2 loads.
-template <bool kBF16, int kBatch, bool kCoherent>
-__device__ __forceinline__ uint4 finalize_vector(const uint16_t* f2, int64_t hidden, const int32_t* perm,
-                                                 const float* scales, int top_k, int64_t t, int64_t col) {
+// during this launch (the fused-decode kernel): L2 loads. route(j, row, w) gives slot j's row
+// (< 0: none) and final scale: from global memory (finalize_vector) or a staged copy.
+template <bool kBF16, int kBatch, bool kCoherent, class Route>
+__device__ __forceinline__ uint4 finalize_vector_routed(const uint16_t* f2, int64_t hidden, int top_k, int64_t col,
+                                                        Route route) {
   float acc[8];
 #pragma unroll
   for (int q = 0; q < 8; ++q) acc[q] = 0.0f;
@@ -138,8 +139,9 @@ __device__ __forceinline__ uint4 finalize_vector(const uint16_t* f2, int64_t hid
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       const int j = j0 + b;
-      row[b] = j < top_k ? __ldg(perm + t * top_k + j) : -1;
-      w[b] = j < top_k ? __ldg(scales + t * top_k + j) : 0.0f;
+      row[b] = -1;
+      w[b] = 0.0f;
+      if (j < top_k) route(j, row[b], w[b]);
     }
     uint4 v[kBatch];
 #pragma unroll
@@ -157,6 +159,15 @@ __device__ __forceinline__ uint4 finalize_vector(const uint16_t* f2, int64_t hid
     }
   }
   return pack8<kBF16>(acc);
+}
+
+template <bool kBF16, int kBatch, bool kCoherent>
+__device__ __forceinline__ uint4 finalize_vector(const uint16_t* f2, int64_t hidden, const int32_t* perm,
+                                                 const float* scales, int top_k, int64_t t, int64_t col) {
+  return finalize_vector_routed<kBF16, kBatch, kCoherent>(f2, hidden, top_k, col, [&](int j, int& row, float& w) {
+    row = __ldg(perm + t * top_k + j);
+    w = __ldg(scales + t * top_k + j);
+  });
 }
 
 // q = idx / d, r = idx % d for non-negative operands, in 32 bits when both fit (a 64-bit division

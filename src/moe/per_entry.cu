@@ -232,6 +232,8 @@ __device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, ui
 template <bool kBF16, GatherMode kMode>
 __global__ void __launch_bounds__(kThreads) per_entry_stage_x_kernel(const PerEntryArgs a, uint16_t* xq) {
   quant::pdl_wait();  // first kernel of the layer with MoeParams::enable_pdl (a no-op otherwise)
+  // Kernel A (launched with PDL behind this one) then requests its weights while the rows are staged.
+  quant::pdl_launch_dependents();
   const int r = blockIdx.x;
   int t = r, le = 0;
   if (a.per_expert) {
@@ -254,9 +256,12 @@ __global__ void __launch_bounds__(kThreads, 3) per_entry_fc1_kernel(const PerEnt
   extern __shared__ uint4 x_smem[];  // [H] 16-bit
   __shared__ float part[kWarps][2][16];
   // First kernel of the layer with MoeParams::enable_pdl: the previous kernel may still read h and
-  // write the routing and x (a no-op otherwise, and after per_entry_stage_x_kernel). Waiting BEFORE
-  // the trigger matters: kernel B reads the routing before its own wait.
-  quant::pdl_wait();
+  // write the routing and x (a no-op otherwise). Waiting BEFORE the trigger matters: kernel B reads
+  // the routing before its own wait. Behind per_entry_stage_x_kernel (a.xq set) that kernel has
+  // waited for the previous one before it triggered this launch: routing and weights are final, so
+  // the weights are requested first and only the staged rows wait (below).
+  const bool staged = a.xq != nullptr;
+  if (!staged) quant::pdl_wait();
   // Kernel B may be scheduled as soon as every CTA of this grid got here (it waits for this grid's
   // completion before reading h).
   quant::pdl_launch_dependents();
@@ -284,8 +289,12 @@ __global__ void __launch_bounds__(kThreads, 3) per_entry_fc1_kernel(const PerEnt
     if constexpr (kMode != GatherMode::kCopy) fc2_gs = __ldg(a.fc2_act_global + (a.per_expert ? le : 0));
   }
   uint16_t* xs = reinterpret_cast<uint16_t*>(x_smem);
-  if (a.xq != nullptr) copy_row(a.xq + int64_t(a.per_expert ? entry : t) * a.hidden, xs, a.hidden);
-  else stage_x<kBF16, kMode>(a, t, le, xs);
+  if (staged) {
+    quant::pdl_wait();  // the staging kernel's rows
+    copy_row(a.xq + int64_t(a.per_expert ? entry : t) * a.hidden, xs, a.hidden);
+  } else {
+    stage_x<kBF16, kMode>(a, t, le, xs);
+  }
   __syncthreads();
 
   const uint32_t* xs32 = reinterpret_cast<const uint32_t*>(x_smem);
@@ -490,7 +499,9 @@ Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, cudaStream_t stream) {
                                               dim3(kThreads), 0, stream, pdl, a, xq),
                          "fused_moe: per_entry_stage_x_kernel");
       a.xq = xq;
-      pdl = false;
+      // A behind the staging kernel: launched early (PDL), it streams its first weights before it
+      // waits for the rows; not with check_expert_ids (the host reads the error word after A).
+      pdl = a.error_flag == nullptr;
     }
   }
   const dim3 grid(unsigned(a.inter / 16), unsigned(a.tokens * a.top_k));

@@ -166,13 +166,15 @@ __device__ __forceinline__ void gather_item(const GatherArgs& g, int64_t t, int6
 // tokens) in items of kCopyElems elements, kU per thread and trip; W4A4 from an NVFP4 input per
 // (entry, 16-element block); W4A4 from a 16-bit input in quarters of a block
 // (gather_quantize_quarter), with the same trip count for every thread.
+// `block` of `blocks` CTAs take part (the fused kernel's token-row mode leaves block 0 out).
 template <bool kBF16, GatherMode kMode, int kThreadsPerCta, int kU = 1, int kCopyElems = 16, class RowOf>
-__device__ __forceinline__ void gather_rows(const PermuteArgs& a, const GatherArgs& g, int n, RowOf row_of) {
+__device__ __forceinline__ void gather_rows(const PermuteArgs& a, const GatherArgs& g, int n, RowOf row_of, int block,
+                                            int blocks) {
   const int64_t hb = g.hidden / 16;
-  const int64_t stride = int64_t(gridDim.x) * kThreadsPerCta;
+  const int64_t stride = int64_t(blocks) * kThreadsPerCta;
   if constexpr (kMode == GatherMode::kQuantize) {
     const int64_t quarters = int64_t(n) * hb * 4;
-    for (int64_t i0 = int64_t(blockIdx.x) * kThreadsPerCta; i0 < quarters; i0 += stride) {
+    for (int64_t i0 = int64_t(block) * kThreadsPerCta; i0 < quarters; i0 += stride) {
       const int64_t idx = i0 + threadIdx.x;
       int64_t i = 0, c4 = 0;
       int row = -1;
@@ -194,7 +196,7 @@ __device__ __forceinline__ void gather_rows(const PermuteArgs& a, const GatherAr
     constexpr int kVec = kCopyElems / 8;
     const int64_t hv = g.hidden / kCopyElems;
     const int64_t items = int64_t(n) * hv;
-    for (int64_t i0 = int64_t(blockIdx.x) * kThreadsPerCta + threadIdx.x; i0 < items; i0 += stride * kU) {
+    for (int64_t i0 = int64_t(block) * kThreadsPerCta + threadIdx.x; i0 < items; i0 += stride * kU) {
       int64_t c[kU];
       int row[kU];
       uint4 v[kU][kVec];
@@ -222,7 +224,7 @@ __device__ __forceinline__ void gather_rows(const PermuteArgs& a, const GatherAr
     }
   } else {
     const int64_t items = int64_t(n) * hb;
-    for (int64_t idx = int64_t(blockIdx.x) * kThreadsPerCta + threadIdx.x; idx < items; idx += stride) {
+    for (int64_t idx = int64_t(block) * kThreadsPerCta + threadIdx.x; idx < items; idx += stride) {
       int64_t i, c;
       divmod_nonneg(idx, hb, i, c);
       const int row = row_of(i);
@@ -245,6 +247,18 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
   // the FC2 GEMM relies on that to read it before its own wait (GroupedGemmParams::groups_ready).
   const int tid = threadIdx.x;
   const int n = a.n, e_local = a.e_local;
+  if (kMode == GatherMode::kQuantize && g.token_rows && blockIdx.x > 0) {
+    // Token-row mode (GatherArgs::token_rows): the blocks after the first quantize each token's row
+    // once into g.a1 [T, H] while block 0 ranks; it needs no routing, so the dependent's wait covers
+    // the longer of the two instead of their sum.
+    quant::pdl_wait();
+    quant::pdl_launch_dependents();
+    PermuteArgs identity;
+    identity.top_k = 1;
+    gather_rows<kBF16, GatherMode::kQuantize, kPermuteThreads>(identity, g, n / a.top_k, [](int64_t i) { return int(i); },
+                                                               int(blockIdx.x) - 1, int(gridDim.x) - 1);
+    return;
+  }
   const bool publish = blockIdx.x == 0;
   const bool late_trigger = publish && a.publish_before_trigger;
   // Launched with PDL (MoeParams::enable_pdl): the previous kernel may still read the workspace and
@@ -306,8 +320,10 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
     }
   }
   if constexpr (kMode != GatherMode::kNone) {
+    if (kMode == GatherMode::kQuantize && g.token_rows) return;
     __syncthreads();
-    gather_rows<kBF16, kMode, kPermuteThreads>(a, g, n, [&](int64_t i) { return int(perm_s[i]); });
+    gather_rows<kBF16, kMode, kPermuteThreads>(a, g, n, [&](int64_t i) { return int(perm_s[i]); }, blockIdx.x,
+                                               gridDim.x);
   }
 }
 
@@ -420,7 +436,8 @@ constexpr int kGatherThreads = 256;
 constexpr int kGatherCopyElems = 8, kGatherCopyU = 8;
 template <bool kBF16, GatherMode kMode>
 __global__ void __launch_bounds__(kGatherThreads) gather_kernel(PermuteArgs a, GatherArgs g) {
-  gather_rows<kBF16, kMode, kGatherThreads, kGatherCopyU, kGatherCopyElems>(a, g, a.n, [&](int64_t i) { return a.perm[i]; });
+  gather_rows<kBF16, kMode, kGatherThreads, kGatherCopyU, kGatherCopyElems>(
+      a, g, a.n, [&](int64_t i) { return a.perm[i]; }, blockIdx.x, gridDim.x);
 }
 
 // W4A4, one activation global scale: token t's FC1 input (quantized, decoded) into row t of g.a1:
@@ -429,7 +446,8 @@ template <bool kBF16>
 __global__ void __launch_bounds__(kGatherThreads) quantize_rows_kernel(GatherArgs g, int tokens) {
   PermuteArgs identity;
   identity.top_k = 1;
-  gather_rows<kBF16, GatherMode::kQuantize, kGatherThreads>(identity, g, tokens, [](int64_t i) { return int(i); });
+  gather_rows<kBF16, GatherMode::kQuantize, kGatherThreads>(identity, g, tokens, [](int64_t i) { return int(i); },
+                                                            blockIdx.x, gridDim.x);
 }
 
 template <template <bool, GatherMode> class Launcher>
@@ -483,6 +501,13 @@ Status launch_permute_gather_fused(const PermuteArgs& a, const GatherArgs& g, in
   // to one wave: two 512-thread blocks per SM (the register file holds two).
   // Nothing to gather (the element type does not matter): one block ranks and publishes.
   if (g.mode == GatherMode::kNone) return FusedLauncher<true, GatherMode::kNone>::run(a, g, 1, stream);
+  if (g.token_rows) {
+    if (g.mode != GatherMode::kQuantize || g.per_expert || a.row_token == nullptr)
+      return Status(StatusCode::kInternal, "fused_moe: token-row quantization used outside its limits");
+    const int64_t quarters = int64_t(a.n / a.top_k) * (g.hidden / 16) * 4;
+    const int blocks = 1 + grid_for(quarters, kPermuteThreads, int64_t(sm_count) * 2 - 1);
+    return dispatch_gather<FusedLauncher>(g, a, g, blocks, stream);
+  }
   const int blocks = grid_for(gather_threads(a, g), kPermuteThreads, int64_t(sm_count) * 2);
   return dispatch_gather<FusedLauncher>(g, a, g, blocks, stream);
 }
