@@ -253,6 +253,11 @@ TEST(GemmGpu, W4A16RaggedAllTactics) {
   // Strided A (lda > k): every tactic, the fragment-order arrangement included, reads rows at lda.
   total += run_case({13, 200, 1040, DType::kBF16, DType::kBF16, true, 24}, seed++);
   total += run_case({29, 64, 80, DType::kFP16, DType::kFP16, false, 8}, seed++);
+  // K >= 64 chunks and few row blocks (8 warps per row block): the fragment-order tiles read
+  // row-major A through their shared-memory rings (decode_host.cu ring_a) — a partial token tile
+  // (rows past M zero-filled), K % 64 == 32 (the last chunk's pieces past K zero-filled), strided A.
+  total += run_case({13, 1040, 4128, DType::kBF16, DType::kBF16, true, 24}, seed++);
+  total += run_case({6, 260, 4160, DType::kFP16, DType::kFP16, false}, seed++);
   EXPECT_GT(total, 0);
 }
 

@@ -40,12 +40,33 @@ size_t stage_a_smem_bytes(const Tactic& t, const GemmParams& p) {
   return size_t(p.m) * size_t(stage_a_row(p)) * 2;
 }
 
+int sm_count() { return device_info().available ? device_info().sm_count : 132; }
+
+// W4A16 on the fragment-order tiles: the kernel reads row-major A through per-warp shared-memory rings
+// (decode_dp_kernel's kRingA) instead of waiting for arrange_activations (W4A4 still arranges: its A
+// must be decoded first). The API's alignment (A 16-byte aligned, lda % 8 == 0) is what the ring's
+// 16-byte cp.async copies need. Only where the CTA's warps stream different K slices (kw = 8): with
+// fewer warps per row block, the warps of a CTA that share a K slice each copy the same A chunks,
+// where the arranged A is read once through L1. H100 (docs/PERF.md session 17, graph replay with PDL,
+// ring vs arrangement): kw = 8 layers 1-20 % faster at 5..16 tokens (8192x28672 M = 8 / 16 48.5 /
+// 53.1 -> 46.2 / 52.0 us, 8192x8192 M = 16 18.4 -> 17.3, o M = 16 8.2 -> 6.5), while 8192x8192's
+// 8-token tile (kw = 4) lost 4-6 % with the ring (also with L1-allocating copies) and gate_up (kw = 2)
+// moved by -2..+3 %.
+bool ring_a(const Tactic& t, const GemmParams& p) {
+  if (!t.frag_a || p.a_dtype == DType::kE2M1x2) return false;
+  const int64_t row_blocks = (p.n + 16 * t.rows - 1) / (16 * t.rows);
+  return dense_dp_warps_per_row_block(row_blocks, prepacked_shape(p.n, p.k).k_chunks, sm_count()) == 8;
+}
+// Dynamic shared memory of a kRingA launch (NT = 1 / 2 / 4: 32 / 64 / 128 KB).
+size_t ring_a_smem_bytes(const Tactic& t) { return size_t(sm90::kDecodeWarps) * sm90::kRingSlots * t.nt * sm90::kRingTileBytes; }
+
 sm90::DecodeKernelFn kernel_for(const Tactic& t, const GemmParams& p) {
   if (stage_a_smem_bytes(t, p) > 0) return stage_kernel_for(t, p);
   if (t.frag_a) {
+    const bool ring = ring_a(t, p);
     if (operand_type(p) == DType::kBF16)
-      return sm90::decode_dpf_kernel_for<__nv_bfloat16, __nv_bfloat16>(t.nt, t.rows, t.unroll, t.roll);
-    return sm90::decode_dpf_kernel_for<__half, __half>(t.nt, t.rows, t.unroll, t.roll);
+      return sm90::decode_dpf_kernel_for<__nv_bfloat16, __nv_bfloat16>(t.nt, t.rows, t.unroll, t.roll, ring);
+    return sm90::decode_dpf_kernel_for<__half, __half>(t.nt, t.rows, t.unroll, t.roll, ring);
   }
   if (t.dp) {
     if (operand_type(p) == DType::kBF16)
@@ -73,13 +94,24 @@ int ctas_per_sm(sm90::DecodeKernelFn fn) {
   return std::max(n, 1);
 }
 
+// Dynamic shared memory beyond the default 48 KB needs the kernel's attribute (set once per kernel).
+Status allow_dynamic_smem(sm90::DecodeKernelFn fn, size_t bytes, const std::string& api) {
+  static std::mutex mu;
+  static std::unordered_map<const void*, size_t> allowed;
+  std::lock_guard<std::mutex> lock(mu);
+  size_t& have = allowed[reinterpret_cast<const void*>(fn)];
+  if (have >= bytes) return Status::ok();
+  FP4KIT_CUDA_RETURN(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+                     (api + ": cudaFuncSetAttribute").c_str());
+  have = bytes;
+  return Status::ok();
+}
+
 struct DecodeGeometry {
   int64_t row_blocks, token_groups, k_chunks, units, ctas, warps;
   int64_t partial_floats, counters;
   int dp_kw = 8;  // dp: warps per row block
 };
-
-int sm_count() { return device_info().available ? device_info().sm_count : 132; }
 
 // Geometry of one launch: `slots` copies of the n x k unit list (1 in dense mode), token tiles
 // covering `token_rows` rows, kernel `fn` (for its occupancy). `grouped` (grouped mode) feeds the
@@ -149,6 +181,7 @@ Status decode_run(sm90::DecodeKernelFn fn, const DecodeGeometry& g, const sm90::
   // free slots, doubled up on some SMs and left others idle (H100: 4096x14336 M=8, 128 CTAs,
   // 21.3 -> 26.7 us per call in graph replay with PDL).
   pdl = pdl && g.ctas * g.token_groups >= sm_count();
+  if (smem > 48 * 1024) FP4KIT_RETURN_IF_ERROR(allow_dynamic_smem(fn, smem, api));
   const cudaError_t e = launch_kernel(fn, dim3(unsigned(g.ctas), unsigned(g.token_groups)),
                                       dim3(sm90::kDecodeWarps * 32), smem, stream, pdl, a);
   return detail::cuda_status(e == cudaSuccess ? cudaGetLastError() : e, (api + ": launch " + tactic).c_str());
@@ -171,7 +204,7 @@ Status decode_can_implement(const Tactic& t, const GemmParams& p) {
 namespace {
 // Workspace bytes of A in B-fragment order (frag_a tactics), a multiple of 256.
 size_t arranged_a_bytes(const Tactic& t, const GemmParams& p) {
-  return t.frag_a ? size_t(fragment_activation_shape(p.m, p.k).bytes()) : 0;
+  return t.frag_a && !ring_a(t, p) ? size_t(fragment_activation_shape(p.m, p.k).bytes()) : 0;
 }
 }  // namespace
 
@@ -188,7 +221,10 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
   GemmParams p = p_in;
   bool pdl = p_in.enable_pdl;
   const size_t stage_smem = stage_a_smem_bytes(t, p_in);  // > 0: the GEMM decodes A itself
-  if (t.frag_a) {
+  const bool ring = ring_a(t, p_in);
+  if (ring) {
+    // Row-major A through the warps' rings: the kernel waits for the caller's kernel itself.
+  } else if (t.frag_a) {
     // One kernel copies (W4A16) or decodes (W4A4) A into fragment order.
     FP4KIT_RETURN_IF_ERROR(arrange_activations(p_in, workspace, stream));
     p.a = workspace;
@@ -207,7 +243,8 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
   // it waits (the rule and its measurements: decode_l2_prefetch_chunks, tactics.h).
   // (Not when the GEMM decodes A itself: it then waits for the caller's kernel, like W4A16, and lost
   // 0-4 % with the prefetch, session 15.)
-  const int l2_prefetch = stage_smem > 0 ? 0 : decode_l2_prefetch_chunks(t, p_in.a_dtype, p_in.enable_pdl);
+  // (Nor with the ring: no kernel of our own in front, as for the row-major W4A16 tiles.)
+  const int l2_prefetch = stage_smem > 0 || ring ? 0 : decode_l2_prefetch_chunks(t, p_in.a_dtype, p_in.enable_pdl);
   const PrepackedShape s = prepacked_shape(p.n, p.k);
   sm90::DecodeGemmArgs a = decode_args(g, p.n, p.k, p.a, p.lda, p.b_prepacked, p.alpha, p.d, p.ldd, workspace);
   a.m = int(p.m);
@@ -221,8 +258,9 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
     a.a_sf_cols = format::round_up(p.k / 16, 4);
     return decode_run(stage_kernel_for(t, p_in), g, a, stream, "gemm", t.name, pdl, stage_smem);
   }
-  // (W4A4: the staging kernel above is then the kernel this one depends on.)
-  return decode_run(kernel_for(t, p), g, a, stream, "gemm", t.name, pdl);
+  // (The kernel for the caller's operands: p's A may now be the arranged or staged copy. W4A4: the
+  // staging kernel above is then the kernel this one depends on.)
+  return decode_run(kernel_for(t, p_in), g, a, stream, "gemm", t.name, pdl, ring ? ring_a_smem_bytes(t) : 0);
 }
 
 // ---- grouped mode (gemm/grouped.h) ------------------------------------------------------------------

@@ -9,8 +9,9 @@
 //    plus 32-bit activation loads (L1 hits: all warps read the same activations); U chunks are
 //    loaded before any is decoded. R row tiles per warp share the activation fragments.
 //    (W4A4 activations are decoded to 16 bits once, before this kernel: decode_host.cu.)
-//    (Measured on H100: staging activations through shared memory with cp.async + ldmatrix was
-//    not faster than these L1-hitting loads; see docs/PERF.md.)
+//    (Measured on H100, session 1: staging activations through shared memory with cp.async +
+//    ldmatrix was not faster than these L1-hitting loads for the stream-K tiles. Session 17: it is
+//    for the fragment-order tiles in W4A16, where it replaces the arrangement kernel: RingA below.)
 //  * Decode in registers (fragment_decode.cuh), mma.m16n8k16 with the weights as the 16-row A
 //    operand and up to NT*8 tokens as B.
 //  * A row block covered by one warp is written directly. A row block shared by several warps is
@@ -293,13 +294,120 @@ __device__ __forceinline__ unsigned int load_act_word(const unsigned int* p) {
   else return __ldg(p);
 }
 
+// kRingA (W4A16 on the fragment-order tiles): row-major 16-bit A streamed through a per-warp ring of
+// shared memory, so that no arrangement kernel (and no kernel boundary) precedes the GEMM. The ring
+// holds kRingSlots chunks of every token tile of the warp: chunk c of tile nt is 8 token rows x 128
+// bytes, its 16-byte pieces stored at piece ^ row (bank-conflict-free both for the cp.async writes,
+// a row's 8 pieces per 8 lanes, and for ldmatrix, 8 rows of one piece per matrix). Each lane copies
+// two pieces per tile and chunk with cp.async (L2 -> shared, no registers; pieces past K and rows
+// past M are zero-filled), one commit group per chunk, kRingAhead chunks ahead of the one being
+// computed; a chunk's B fragments are two ldmatrix.x4 per tile: matrix (step s, half h) = tokens x
+// k [16s + 8h, +8), whose row g, elements 2c, 2c+1 are exactly lane (g, c)'s fragment word.
+// Without it the GEMM waits for the arrangement kernel: H100 (docs/PERF.md session 17), the
+// fragment-order tiles ran 8-25 % faster with that kernel's dependency removed (8192x8192 M = 8 15.4
+// -> 13.9 us) — the measurement that motivated the ring. Used where the CTA's 8 warps stream 8
+// different K slices (decode_host.cu ring_a).
+constexpr int kRingSlots = 4;          // chunks per warp and token tile in shared memory (a power of 2)
+constexpr int kRingAhead = kRingSlots - 1;  // chunks in flight beyond the one being read
+constexpr int kRingTileBytes = 8 * 128;
+template <int NT>
+constexpr int ring_bytes_per_warp() { return kRingSlots * NT * kRingTileBytes; }
+
+template <typename T, int NT>
+struct RingA {
+  const T* src[NT][2];       // the lane's two rows of each token tile, at the next chunk to issue
+  uint32_t base;             // this warp's ring (shared-state-space address)
+  uint32_t issue_off;        // offset of the next chunk's slot in the ring
+  uint32_t dst_off[2];       // offsets of the lane's two pieces in a tile of a slot
+  uint32_t ld_off[2];        // the lane's ldmatrix row address in a tile: steps {0, 1} and {2, 3}
+  uint32_t live;             // bit 2 nt + q: row q of tile nt exists (rows past M are zero-filled)
+  int elem, k;               // K element of the lane's piece in the next chunk to issue; K
+
+  __device__ __forceinline__ void bind(const DecodeGemmArgs& args, const DecodeView& v, int tok0, int lane, int64_t j) {
+    extern __shared__ __align__(128) uint8_t ring_smem[];
+    base = uint32_t(__cvta_generic_to_shared(ring_smem)) + uint32_t(threadIdx.x >> 5) * ring_bytes_per_warp<NT>();
+    issue_off = uint32_t(j & (kRingSlots - 1)) * (NT * kRingTileBytes);
+    const int p = lane & 7;
+    elem = int(j) * 64 + p * 8;
+    k = args.k;
+    live = 0;
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const int r = (lane >> 3) + 4 * q;
+      dst_off[q] = uint32_t(r * 128 + ((p ^ r) << 4));
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int tok = tok0 + nt * 8 + r;
+        if (tok < v.m) live |= 1u << (2 * nt + q);
+        src[nt][q] = static_cast<const T*>(v.a) + int64_t(min(tok, v.m - 1)) * args.lda + elem;
+      }
+      // ldmatrix: lane L addresses row L & 7 of matrix L >> 3 = (step 2q + (L >> 4), half (L >> 3) & 1).
+      const int lr = lane & 7, lp = 2 * (2 * q + (lane >> 4)) + ((lane >> 3) & 1);
+      ld_off[q] = uint32_t(lr * 128 + ((lp ^ lr) << 4));
+    }
+  }
+  // Copies the next chunk (if `copy`) into its slot and moves to the one after; commits one group
+  // either way (the waits count groups). Pieces past K and rows past M are zero-filled without a read
+  // (cp.async with source size 0: copies of one row by several lanes measured up to 35 % slower).
+  __device__ __forceinline__ void issue(bool copy) {
+    if (copy) {
+      const uint32_t slot = base + issue_off;
+      const bool in_k = elem < k;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+          const uint32_t bytes = in_k && (live >> (2 * nt + q)) & 1u ? 16u : 0u;
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(slot + nt * kRingTileBytes + dst_off[q]),
+                       "l"(src[nt][q]), "r"(bytes)
+                       : "memory");
+          src[nt][q] += 64;
+        }
+      elem += 64;
+      issue_off = (issue_off + NT * kRingTileBytes) & (kRingSlots * NT * kRingTileBytes - 1);
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  }
+  // The B fragments of chunk c, the oldest of the kRingAhead chunks in flight. The barrier also
+  // orders every lane's reads of chunk c - 1 before the copy into its slot that follows this call.
+  __device__ __forceinline__ void read(int64_t c, uint32_t (&a)[NT][4][2]) const {
+    asm volatile("cp.async.wait_group %0;" ::"n"(kRingAhead - 1) : "memory");
+    __syncwarp();
+    const uint32_t slot = base + uint32_t(c & (kRingSlots - 1)) * (NT * kRingTileBytes);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int q = 0; q < 2; ++q)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(a[nt][2 * q][0]), "=r"(a[nt][2 * q][1]), "=r"(a[nt][2 * q + 1][0]),
+                       "=r"(a[nt][2 * q + 1][1])
+                     : "r"(slot + nt * kRingTileBytes + ld_off[q])
+                     : "memory");
+  }
+};
+
+// After the PDL wait (A comes from the previous kernel): the warp's first kRingAhead chunks.
+template <typename T, int NT>
+__device__ __forceinline__ void ring_prefill(const DecodeGemmArgs& args, const DecodeView& v, int64_t j, int64_t j_end,
+                                             int tok0, int lane) {
+  RingA<T, NT> r;
+  r.bind(args, v, tok0, lane, j);
+#pragma unroll
+  for (int d = 0; d < kRingAhead; ++d) r.issue(j + d < j_end);
+}
+
 // kSmemA: row-major A in shared memory, zero-padded to whole chunks (kStageA).
-template <typename T, int NT, int R, int U, bool kFragA = false, bool kSmemA = false>
+template <typename T, int NT, int R, int U, bool kFragA = false, bool kSmemA = false, bool kRingA = false>
 struct RowBlockStream {
   static constexpr int kActStride = kFragA ? 32 * kFragmentWordsPerLane : 32;  // words per chunk
   const uint4* codes[R];
   const uint2* scales[R];
   const unsigned int* act[NT];
+  struct Ring {
+    RingA<T, NT> r;
+    int64_t next, end;  // next chunk to consume, end of the warp's range
+  };
+  std::conditional_t<kRingA, Ring, char> ring;
 
   __device__ __forceinline__ void bind_weights(const DecodeGemmArgs& args, const uint4* b_codes, const uint2* b_scales,
                                                int64_t rb, int64_t j, int lane) {
@@ -312,9 +420,15 @@ struct RowBlockStream {
   }
   // Token rows past m read row m - 1 instead (tok0 < m always holds here): column n of an MMA result
   // depends only on column n of B, and those columns are never stored.
+  // kRingA: chunks [j, j + kRingAhead) (within j_end) are already in flight (ring_prefill, or the
+  // stream bound before this one).
   __device__ __forceinline__ void bind_activations(const DecodeGemmArgs& args, const DecodeView& v, int64_t j,
-                                                   int tok0, int lane) {
-    if constexpr (kFragA) {
+                                                   int tok0, int lane, int64_t j_end) {
+    if constexpr (kRingA) {
+      ring.r.bind(args, v, tok0, lane, j + kRingAhead);  // its next copy: chunk j + kRingAhead
+      ring.next = j;
+      ring.end = j_end;
+    } else if constexpr (kFragA) {
       // Token tiles past the last read the last one (their MMA columns are never stored).
       const int64_t last_tile = (v.m - 1) / 8;
       const FragmentActivationShape s{last_tile + 1, args.k_chunks};
@@ -344,8 +458,12 @@ struct RowBlockStream {
   // Activations of chunk u of the current group, loaded just before that chunk is computed: they
   // hit L1 (every warp of the SM reads the same rows), so holding them for a whole group only
   // costs registers (H100, session 5: 0-5 % faster at M <= 8 than a group's activations at once).
-  __device__ __forceinline__ void load_activations(int u, uint32_t (&act_regs)[NT][4][2]) const {
-    if constexpr (kFragA) {
+  __device__ __forceinline__ void load_activations(int u, uint32_t (&act_regs)[NT][4][2]) {
+    if constexpr (kRingA) {
+      ring.r.read(ring.next, act_regs);
+      ring.r.issue(ring.next + kRingAhead < ring.end);  // into the slot of chunk next - 1
+      ++ring.next;
+    } else if constexpr (kFragA) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -367,7 +485,7 @@ struct RowBlockStream {
     }
   }
   // Computes the group whose weights are in w, chunk by chunk.
-  __device__ __forceinline__ void compute(const WeightRegs<R, U>& w, float (&acc)[R][NT][4]) const {
+  __device__ __forceinline__ void compute(const WeightRegs<R, U>& w, float (&acc)[R][NT][4]) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       uint32_t act_regs[NT][4][2];
@@ -388,8 +506,9 @@ struct RowBlockStream {
     advance_weights();
   }
   __device__ __forceinline__ void advance_activations() {
+    if constexpr (!kRingA)  // (the ring advances as it is consumed)
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) act[nt] += U * kActStride;
+      for (int nt = 0; nt < NT; ++nt) act[nt] += U * kActStride;
   }
   __device__ __forceinline__ void advance() {
     advance_weights();
@@ -402,14 +521,14 @@ __device__ __forceinline__ int64_t full_chunks(const DecodeGemmArgs& args) { ret
 
 // Streams the groups of G chunks of row block rb from chunk j while they end by j_stop, without
 // checks (RowBlockStream); returns the first chunk not streamed.
-template <typename T, int NT, int R, int G, bool kFragA, bool kSmemA = false>
+template <typename T, int NT, int R, int G, bool kFragA, bool kSmemA = false, bool kRingA = false>
 __device__ __forceinline__ int64_t stream_unchecked(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
                                                     int64_t j, int64_t j_stop, int tok0, int lane,
                                                     float (&acc)[R][NT][4]) {
   if (j + G > j_stop) return j;
-  RowBlockStream<T, NT, R, G, kFragA, kSmemA> st;
+  RowBlockStream<T, NT, R, G, kFragA, kSmemA, kRingA> st;
   st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
-  st.bind_activations(args, v, j, tok0, lane);
+  st.bind_activations(args, v, j, tok0, lane, j_stop);
   for (; j + G <= j_stop; j += G) {
     WeightRegs<R, G> w;
     st.load_weights(w);
@@ -423,13 +542,14 @@ __device__ __forceinline__ int64_t stream_unchecked(const DecodeGemmArgs& args, 
 // kFragA: the arranged activations, like the prepacked weights, are zero-padded to whole chunks, so
 // every chunk is read unchecked; the last partial group goes chunk by chunk.
 // kSmemA (A staged in shared memory, zero-padded to whole chunks): the same.
-template <typename T, int NT, int R, int U, bool kFragA = false, bool kSmemA = false>
+// kRingA (ring of row-major A, zero-filled past K): the same.
+template <typename T, int NT, int R, int U, bool kFragA = false, bool kSmemA = false, bool kRingA = false>
 __device__ __forceinline__ void stream_row_block(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
                                                  int64_t j, int64_t j_end, int tok0, int lane,
                                                  float (&acc)[R][NT][4]) {
-  if constexpr (kFragA || kSmemA) {
-    j = stream_unchecked<T, NT, R, U, kFragA, kSmemA>(args, v, rb, j, j_end, tok0, lane, acc);
-    stream_unchecked<T, NT, R, 1, kFragA, kSmemA>(args, v, rb, j, j_end, tok0, lane, acc);
+  if constexpr (kFragA || kSmemA || kRingA) {
+    j = stream_unchecked<T, NT, R, U, kFragA, kSmemA, kRingA>(args, v, rb, j, j_end, tok0, lane, acc);
+    stream_unchecked<T, NT, R, 1, kFragA, kSmemA, kRingA>(args, v, rb, j, j_end, tok0, lane, acc);
   } else {
     j = stream_unchecked<T, NT, R, U, false>(args, v, rb, j, min(j_end, full_chunks(args)), tok0, lane, acc);
     for (; j < j_end; j += U) {
@@ -447,8 +567,9 @@ __device__ __forceinline__ void stream_row_block(const DecodeGemmArgs& args, con
 // (st's weight cursor at j + U, its activation cursor at j); streams the full groups before j_stop
 // and returns the first chunk not streamed. H100 (docs/PERF.md, session 15): faster where each warp's stream is short
 // (down / o / gate_up / 8192x8192 at 6..8 tokens: 3-11 %), slower on the longest streams.
-template <typename T, int NT, int R, int H, int P, bool kFragA, bool kSmemA>
-__device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kFragA, kSmemA>& st, WeightRegs<R, H> (&w)[P],
+template <typename T, int NT, int R, int H, int P, bool kFragA, bool kSmemA, bool kRingA>
+__device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kFragA, kSmemA, kRingA>& st,
+                                                  WeightRegs<R, H> (&w)[P],
                                                   int64_t j, int64_t j_stop, float (&acc)[R][NT][4]) {
   for (; j + 2 * P * H <= j_stop; j += P * H) {
 #pragma unroll
@@ -489,7 +610,7 @@ __device__ __forceinline__ void stream_row_block_rolling(const DecodeGemmArgs& a
     for (int h = 0; h < P; ++h) {
       st.load_next_weights(w[h]);
     }
-    st.bind_activations(args, v, j, tok0, lane);
+    st.bind_activations(args, v, j, tok0, lane, j_stop);
     j = stream_rolling(st, w, j, j_stop, acc);
   }
   stream_row_block<T, NT, R, U, kFragA>(args, v, rb, j, j_end, tok0, lane, acc);
@@ -655,15 +776,19 @@ __device__ __forceinline__ DecodeView stage_a_in_shared(const DecodeGemmArgs& ar
 // kFragA (dense only): A is in B-fragment order (fragment_activations.h, arranged by the host
 // before the launch; args.a points to it). Its tiles of up to 16 tokens are bounded to 2 CTAs/SM
 // (128 registers), where the 4-chunk 16-token configurations still fit without spills.
+// kRingA (dense, W4A16 on the fragment-order tiles): row-major A through each warp's ring of shared
+// memory (RingA; ring_bytes_per_warp<NT>() x 8 of dynamic shared memory), no arrangement kernel.
 template <typename T, typename OutT, int NT, int R, int U, bool G = false, bool kReady = false, bool kFragA = false,
-          bool kRoll = false, bool kStageA = false>
-__global__ void __launch_bounds__(kDecodeWarps * 32,
-                                  kReady || (kFragA && NT <= 2) || (kRoll && R > 1) ? 2 : decode_min_ctas_per_sm<NT, R, G>())
+          bool kRoll = false, bool kStageA = false, bool kRingA = false>
+__global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRingA) && NT <= 2) || (kRoll && R > 1)
+                                                         ? 2
+                                                         : decode_min_ctas_per_sm<NT, R, G>())
     decode_dp_kernel(const DecodeGemmArgs args) {
   static_assert(!(G && kFragA), "grouped mode reads row-major activations");
   static_assert(!kStageA || (!G && !kFragA), "kStageA: dense mode, row-major A");
+  static_assert(!kRingA || (!G && !kFragA && !kStageA), "kRingA: dense mode, row-major 16-bit A");
   // Activations zero-padded to whole chunks: every chunk is read unchecked.
-  constexpr bool kPadded = kFragA || kStageA;
+  constexpr bool kPadded = kFragA || kStageA || kRingA;
   constexpr int kAcc = R * NT * 4;
   __shared__ float partial[kDecodeWarps][kAcc][32];
   const int lane = threadIdx.x & 31;
@@ -715,7 +840,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32,
       constexpr int P = roll_parts<NT, R, U>(), H = U / P;
       const int64_t j_stop = kPadded ? j_end : min(j_end, full_chunks(args));  // unchecked full groups
       const bool early = j + U <= j_stop;
-      RowBlockStream<T, NT, R, H, kFragA, kStageA> st;
+      RowBlockStream<T, NT, R, H, kFragA, kStageA, kRingA> st;
       WeightRegs<R, H> w[P];
       if (early) {
         st.bind_weights(args, args.b_codes, args.b_scales, rb, j, lane);
@@ -727,14 +852,15 @@ __global__ void __launch_bounds__(kDecodeWarps * 32,
       }
       grid_dependency_wait();
       view = wait_view(args);
+      if constexpr (kRingA) ring_prefill<T, NT>(args, view, j, j_end, tok0, lane);
       if (early) {
-        st.bind_activations(args, view, j, tok0, lane);
+        st.bind_activations(args, view, j, tok0, lane, j_stop);
         j = stream_rolling(st, w, j, j_stop, acc);
       }
-      stream_row_block<T, NT, R, U, kFragA, kStageA>(args, view, rb, j, j_end, tok0, lane, acc);
+      stream_row_block<T, NT, R, U, kFragA, kStageA, kRingA>(args, view, rb, j, j_end, tok0, lane, acc);
     } else {
       const bool early = j + U <= (kPadded ? j_end : min(j_end, full_chunks(args)));
-      RowBlockStream<T, NT, R, U, kFragA, kStageA> st;
+      RowBlockStream<T, NT, R, U, kFragA, kStageA, kRingA> st;
       WeightRegs<R, U> w;
       if (early) {
         st.bind_weights(args, G ? view.b_codes : args.b_codes, G ? view.b_scales : args.b_scales, rb, j, lane);
@@ -743,12 +869,13 @@ __global__ void __launch_bounds__(kDecodeWarps * 32,
       }
       grid_dependency_wait();
       if constexpr (!G) view = wait_view(args);
+      if constexpr (kRingA) ring_prefill<T, NT>(args, view, j, j_end, tok0, lane);
       if (early) {
-        st.bind_activations(args, view, j, tok0, lane);
+        st.bind_activations(args, view, j, tok0, lane, j_end);
         st.compute(w, acc);
         j += U;
       }
-      stream_row_block<T, NT, R, U, kFragA, kStageA>(args, view, rb, j, j_end, tok0, lane, acc);
+      stream_row_block<T, NT, R, U, kFragA, kStageA, kRingA>(args, view, rb, j, j_end, tok0, lane, acc);
     }
   } else if constexpr (kRoll) {
     stream_row_block_rolling<T, NT, R, U, false>(args, view, rb, j_begin, j_end, tok0, lane, acc);

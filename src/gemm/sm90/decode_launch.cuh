@@ -62,12 +62,18 @@ DecodeKernelFn decode_dp_kernel_for(int nt, int r, int u, bool roll = false) {
 
 // Dense dp kernels reading A in B-fragment order (Tactic::frag_a; arrange_activations runs first).
 // Keep in sync with tactics.cpp. Instantiated in decode_dpf_*.cu.
+// `ring` (W4A16): the same tiles on row-major A through per-warp shared-memory rings (kRingA), which
+// need no arrangement kernel; dynamic shared memory ring_bytes_per_warp<nt>() x kDecodeWarps.
 template <typename T, typename OutT>
-DecodeKernelFn decode_dpf_kernel_for(int nt, int r, int u, bool roll = false) {
-#define FP4KIT_DECODE_DPF_CASE(NT, R, U) \
-  if (!roll && nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, false, false, true>;
-#define FP4KIT_DECODE_DPFR_CASE(NT, R, U) \
-  if (roll && nt == NT && r == R && u == U) return &decode_dp_kernel<T, OutT, NT, R, U, false, false, true, true>;
+DecodeKernelFn decode_dpf_kernel_for(int nt, int r, int u, bool roll, bool ring) {
+#define FP4KIT_DECODE_DPF_CASE(NT, R, U)                                                                          \
+  if (!roll && nt == NT && r == R && u == U)                                                                      \
+    return ring ? &decode_dp_kernel<T, OutT, NT, R, U, false, false, false, false, false, true>                  \
+                : &decode_dp_kernel<T, OutT, NT, R, U, false, false, true>;
+#define FP4KIT_DECODE_DPFR_CASE(NT, R, U)                                                                         \
+  if (roll && nt == NT && r == R && u == U)                                                                       \
+    return ring ? &decode_dp_kernel<T, OutT, NT, R, U, false, false, false, true, false, true>                   \
+                : &decode_dp_kernel<T, OutT, NT, R, U, false, false, true, true>;
   FP4KIT_DECODE_DPF_CASE(1, 1, 4)
   FP4KIT_DECODE_DPF_CASE(1, 2, 4)
   FP4KIT_DECODE_DPF_CASE(2, 1, 4)
@@ -126,7 +132,7 @@ namespace fp4kit::gemm_impl::sm90 {
 #define FP4KIT_DECODE_EXTERN(T)                                                        \
   extern template DecodeKernelFn decode_kernel_for<T, T>(int, int, int);               \
   extern template DecodeKernelFn decode_dp_kernel_for<T, T, false>(int, int, int, bool); \
-  extern template DecodeKernelFn decode_dpf_kernel_for<T, T>(int, int, int, bool);     \
+  extern template DecodeKernelFn decode_dpf_kernel_for<T, T>(int, int, int, bool, bool); \
   extern template DecodeKernelFn decode_dp_stage_kernel_for<T>(int, int, int, bool);   \
   extern template DecodeKernelFn grouped_decode_kernel_for<T>(int, int, int);          \
   extern template DecodeKernelFn decode_dp_kernel_for<T, T, true>(int, int, int, bool);  \
