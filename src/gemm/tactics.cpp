@@ -227,8 +227,14 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   if (m > 8) {
     if (!r32) return decode_dpf_id(2, 1, 4, decode_roll(2, 1, chunks_per_warp(16)));
     const int64_t row_blocks = (rows + 31) / 32;
-    const int64_t ctas = (row_blocks * dense_dp_warps_per_row_block(row_blocks, k_chunks, int(slots / 2)) + 7) / 8 * passes;
-    return ctas * 10 < slots * 9 ? decode_dpf_id(2, 2, 4, decode_roll(2, 2, chunks_per_warp(32))) : decode_dpf_id(2, 2, 2);
+    const int64_t kw32 = dense_dp_warps_per_row_block(row_blocks, k_chunks, int(slots / 2));
+    const int64_t ctas = (row_blocks * kw32 + 7) / 8 * passes;
+    // W4A16 where the CTA's 8 warps stream 8 K slices reads A through the warps' shared-memory rings
+    // (decode_host.cu ring_a), and there the 4-chunk groups win with a full wave too (session 17,
+    // H100, every tactic forced, graph us, M = 12 / 16: 8192x28672 49.1 / 50.5 for u4 vs 52.2 / 52.3
+    // for u2, 8192x8192 16.7 / 16.5 vs 17.3 / 17.4; 17..32 tokens, two passes, not measured).
+    const bool u4 = ctas * 10 < slots * 9 || (!w4a4 && kw32 == 8 && passes == 1);
+    return u4 ? decode_dpf_id(2, 2, 4, decode_roll(2, 2, chunks_per_warp(32))) : decode_dpf_id(2, 2, 2);
   }
   // 6..8 tokens (5, see below): the 8-token tile on A in fragment order as well; below that the arrangement kernel
   // costs more than the 8 token rows' gathers (H100 session 6, graph replay, M = 8 vs M = 4:

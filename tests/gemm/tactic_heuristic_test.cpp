@@ -74,8 +74,15 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(7, 6144, 4096), "decode_dpf_m8_r32_u4");
   // 9..16: the dp decode family's 16-token tile on A in fragment order wherever its CTAs fill the
   // GPU (32-row blocks when those still cover the SMs, else 16-row blocks) ...
-  EXPECT_EQ(pick(16, 8192, 28672), "decode_dpf_m16_r32_u2");
-  EXPECT_EQ(pick(12, 8192, 8192), "decode_dpf_m16_r32_u2");
+  // (W4A16 with 8 warps per row block — A through the warps' shared-memory rings — 4-chunk groups;
+  // W4A4 2-chunk groups with a full wave)
+  EXPECT_EQ(pick(16, 8192, 28672), "decode_dpf_m16_r32_u4");
+  EXPECT_EQ(pick(12, 8192, 8192), "decode_dpfr_m16_r32_u4");
+  {
+    GemmParams q;
+    q.a_dtype = DType::kE2M1x2, q.m = 16, q.n = 8192, q.k = 28672;
+    EXPECT_EQ(find_tactic(heuristic_tactic(q, kSms))->name, "decode_dpf_m16_r32_u2");
+  }
   // (4-chunk load groups when the grid is short of one full wave of 2 CTAs per SM)
   EXPECT_EQ(pick(12, 28672, 4096), "decode_dpfr_m16_r32_u4");
   EXPECT_EQ(pick(16, 6144, 4096), "decode_dpf_m16_r32_u4");
