@@ -258,6 +258,9 @@ TEST(GemmGpu, W4A16RaggedAllTactics) {
   // (rows past M zero-filled), K % 64 == 32 (the last chunk's pieces past K zero-filled), strided A.
   total += run_case({13, 1040, 4128, DType::kBF16, DType::kBF16, true, 24}, seed++);
   total += run_case({6, 260, 4160, DType::kFP16, DType::kFP16, false}, seed++);
+  // 513 16-row blocks of K = 65 chunks: 4 warps per row block on the 16-row tiles (the arrangement:
+  // no ring there), 8 on the 32-row ones (rings), a last CTA with one row block.
+  total += run_case({7, 8208, 4160, DType::kBF16, DType::kBF16, true}, seed++);
   EXPECT_GT(total, 0);
 }
 
