@@ -255,7 +255,18 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // 15.30 -> 15.36 / 15.34 / 15.35, gate_up 26.26 -> 24.82 at M = 3, qkv 9.71 -> 8.32 at M = 3,
   // o 7.03 -> 6.33, 8192x28672 49.13 / 50.44 / 50.80 -> 49.66 / 49.55 / 49.43, 8192x8192 +-0.5 %;
   // at 1..2 tokens the dp tiles stay ahead except qkv M = 2).
-  if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m >= 3)) {
+  // W4A16 at 4..5 tokens where the tile below reads A through the warps' rings (8 warps per row
+  // block, decode_host.cu ring_a), no arrangement kernel in front, and it is the rolling 16-row tile
+  // or each warp's K range is long (> 32 chunks). H100 session 17 run 10 (auto, 4 repetitions, graph
+  // us): 8192x28672 M = 4 / 5 47.35 / 47.69 -> 46.17 / 46.23, o M = 4 6.08 -> 5.75, down M = 4 14.18 ->
+  // 14.12; not at 3 tokens (o / down / qkv +4..+6 %) nor for qkv's 32-row tile with 8-chunk ranges (+2.4 %).
+  const bool ring = !w4a4 && m >= 4 && [&] {
+    const bool r16_roll = rolling_r16_fits(32);
+    const int64_t block_rows = r16_roll || !r32 ? 16 : 32;
+    const int64_t kw = dense_dp_warps_per_row_block((rows + block_rows - 1) / block_rows, k_chunks, int(slots / 2));
+    return kw == 8 && (r16_roll || k_chunks / kw > 32);
+  }();
+  if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m >= 3) || ring) {
     if (rolling_r16_fits(32)) return decode_dpf_id(1, 1, 4, true);
     return decode_dpf_id(1, r32 ? 2 : 1, 4, decode_roll(1, r32 ? 2 : 1, chunks_per_warp(r32 ? 32 : 16)));
   }

@@ -35,7 +35,14 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(1, 6144, 4096), "decode_dp_m8_r32_u4");   // 16-row blocks: 1.5 waves
   EXPECT_EQ(pick(2, 6144, 4096), "decode_dp_m8_r32_u4");
   EXPECT_EQ(pick(4, 14336, 4096), "decode_dpr_m8_r16_u4");  // 16-row CTAs: one wave, 32 chunks per warp
-  EXPECT_EQ(pick(5, 8192, 28672), "decode_dp_m8_r32_u4");  // 5 tokens: dp only for long K ranges
+  // 5 tokens: the dp tile for long K ranges, except in W4A16 where the fragment-order tile reads A
+  // through the warps' rings (8 warps per row block; from 4 tokens on with long ranges or the
+  // rolling 16-row tile).
+  EXPECT_EQ(pick(5, 8192, 28672), "decode_dpf_m8_r32_u4");
+  EXPECT_EQ(pick(4, 8192, 28672), "decode_dpf_m8_r32_u4");
+  EXPECT_EQ(pick(3, 8192, 28672), "decode_dp_m8_r32_u4");
+  EXPECT_EQ(pick(4, 4096, 4096), "decode_dpfr_m8_r16_u4");
+  EXPECT_EQ(pick(4, 6144, 4096), "decode_dp_m8_r32_u4");  // (qkv: 32-row tile, 8 chunks per warp)
   EXPECT_EQ(pick(5, 4096, 14336), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(5, 8192, 8192), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(5, 6144, 4096), "decode_dpf_m8_r32_u4");
@@ -47,7 +54,8 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(1, 8192, 8192), "decode_dpr_m8_r16_u4");
   // ... and at 3..4 tokens in W4A16 where each warp streams <= 32 chunks (W4A4: fragment order, below).
   EXPECT_EQ(pick(3, 8192, 8192), "decode_dpr_m8_r16_u4");
-  EXPECT_EQ(pick(4, 4096, 14336), "decode_dpr_m8_r16_u4");
+  EXPECT_EQ(pick(4, 4096, 14336), "decode_dpfr_m8_r16_u4");  // (W4A16 ring, above)
+  EXPECT_EQ(pick(3, 4096, 14336), "decode_dpr_m8_r16_u4");
   {
     GemmParams p;
     // W4A4 from 3 tokens on: the fragment-order tiles (the arrangement decodes A instead of the
