@@ -1,5 +1,6 @@
 // Host side of the decode family: persistent grid size, fix-up workspace, launch.
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -94,12 +95,15 @@ int ctas_per_sm(sm90::DecodeKernelFn fn) {
   return std::max(n, 1);
 }
 
-// Dynamic shared memory beyond the default 48 KB needs the kernel's attribute (set once per kernel).
+// Raises the dynamic shared memory limit of `fn` to at least `bytes` (static + dynamic may then pass
+// the default 48 KB), once per (device, kernel, size): the attribute is per device.
 Status allow_dynamic_smem(sm90::DecodeKernelFn fn, size_t bytes, const std::string& api) {
   static std::mutex mu;
-  static std::unordered_map<const void*, size_t> allowed;
+  static std::map<std::pair<int, const void*>, size_t> allowed;
+  int dev = 0;
+  FP4KIT_CUDA_RETURN(cudaGetDevice(&dev), (api + ": cudaGetDevice").c_str());
   std::lock_guard<std::mutex> lock(mu);
-  size_t& have = allowed[reinterpret_cast<const void*>(fn)];
+  size_t& have = allowed[std::make_pair(dev, reinterpret_cast<const void*>(fn))];
   if (have >= bytes) return Status::ok();
   FP4KIT_CUDA_RETURN(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
                      (api + ": cudaFuncSetAttribute").c_str());
@@ -181,7 +185,7 @@ Status decode_run(sm90::DecodeKernelFn fn, const DecodeGeometry& g, const sm90::
   // free slots, doubled up on some SMs and left others idle (H100: 4096x14336 M=8, 128 CTAs,
   // 21.3 -> 26.7 us per call in graph replay with PDL).
   pdl = pdl && g.ctas * g.token_groups >= sm_count();
-  if (smem > 48 * 1024) FP4KIT_RETURN_IF_ERROR(allow_dynamic_smem(fn, smem, api));
+  if (smem > 0) FP4KIT_RETURN_IF_ERROR(allow_dynamic_smem(fn, smem, api));
   const cudaError_t e = launch_kernel(fn, dim3(unsigned(g.ctas), unsigned(g.token_groups)),
                                       dim3(sm90::kDecodeWarps * 32), smem, stream, pdl, a);
   return detail::cuda_status(e == cudaSuccess ? cudaGetLastError() : e, (api + ": launch " + tactic).c_str());

@@ -312,6 +312,7 @@ constexpr int kRingAhead = kRingSlots - 1;  // chunks in flight beyond the one b
 constexpr int kRingTileBytes = 8 * 128;
 template <int NT>
 constexpr int ring_bytes_per_warp() { return kRingSlots * NT * kRingTileBytes; }
+static_assert((kRingSlots & (kRingSlots - 1)) == 0, "ring slots: a power of 2 (slot = chunk & (slots - 1))");
 
 template <typename T, int NT>
 struct RingA {
@@ -419,7 +420,7 @@ struct RowBlockStream {
     }
   }
   // Token rows past m read row m - 1 instead (tok0 < m always holds here): column n of an MMA result
-  // depends only on column n of B, and those columns are never stored.
+  // depends only on column n of B, and those columns are never stored. (kRingA zero-fills them.)
   // kRingA: chunks [j, j + kRingAhead) (within j_end) are already in flight (ring_prefill, or the
   // stream bound before this one).
   __device__ __forceinline__ void bind_activations(const DecodeGemmArgs& args, const DecodeView& v, int64_t j,
@@ -775,7 +776,8 @@ __device__ __forceinline__ DecodeView stage_a_in_shared(const DecodeGemmArgs& ar
 // kernels keep their register allocation.
 // kFragA (dense only): A is in B-fragment order (fragment_activations.h, arranged by the host
 // before the launch; args.a points to it). Its tiles of up to 16 tokens are bounded to 2 CTAs/SM
-// (128 registers), where the 4-chunk 16-token configurations still fit without spills.
+// (128 registers), where the 4-chunk 16-token configurations still fit without spills (with kRingA the
+// rolling 16-token 32-row tile spills 4 bytes, 20 bytes of reloads; the session-17 timings include it).
 // kRingA (dense, W4A16 on the fragment-order tiles): row-major A through each warp's ring of shared
 // memory (RingA; ring_bytes_per_warp<NT>() x 8 of dynamic shared memory), no arrangement kernel.
 template <typename T, typename OutT, int NT, int R, int U, bool G = false, bool kReady = false, bool kFragA = false,

@@ -60,10 +60,11 @@ DecodeKernelFn decode_dp_kernel_for(int nt, int r, int u, bool roll = false) {
   return nullptr;
 }
 
-// Dense dp kernels reading A in B-fragment order (Tactic::frag_a; arrange_activations runs first).
-// Keep in sync with tactics.cpp. Instantiated in decode_dpf_*.cu.
-// `ring` (W4A16): the same tiles on row-major A through per-warp shared-memory rings (kRingA), which
-// need no arrangement kernel; dynamic shared memory ring_bytes_per_warp<nt>() x kDecodeWarps.
+// Dense dp kernels of the fragment-order tiles (Tactic::frag_a): on A arranged in B-fragment order
+// by arrange_activations first, or (`ring`, W4A16 where decode_host.cu ring_a holds) on row-major A
+// through per-warp shared-memory rings (kRingA), with no arrangement kernel and dynamic shared
+// memory ring_bytes_per_warp<nt>() x kDecodeWarps. Keep in sync with tactics.cpp. Instantiated in
+// decode_dpf_*.cu.
 template <typename T, typename OutT>
 DecodeKernelFn decode_dpf_kernel_for(int nt, int r, int u, bool roll, bool ring) {
 #define FP4KIT_DECODE_DPF_CASE(NT, R, U)                                                                          \
