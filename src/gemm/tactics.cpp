@@ -266,6 +266,15 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
     const int64_t kw = dense_dp_warps_per_row_block((rows + block_rows - 1) / block_rows, k_chunks, int(slots / 2));
     return kw == 8 && (r16_roll || k_chunks / kw > 32);
   }();
+  // W4A16 at 4..8 tokens where the 32-row tile would be chosen but the 16-row one reads A through
+  // rings (8 warps per row block) in at most two waves: the plain 16-row ring tile (qkv; session 17,
+  // every tactic forced with the rings, graph us, M = 4 / 5: 7.26 / 7.30 vs 7.57 / 7.59 for the
+  // 32-row tile).
+  if (!w4a4 && m >= 4 && r32 && !rolling_r16_fits(32)) {
+    const int64_t rb16 = (rows + 15) / 16;
+    if (dense_dp_warps_per_row_block(rb16, k_chunks, int(slots / 2)) == 8 && rb16 <= 2 * slots)
+      return decode_dpf_id(1, 1, 4, false);
+  }
   if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m >= 3) || ring) {
     if (rolling_r16_fits(32)) return decode_dpf_id(1, 1, 4, true);
     return decode_dpf_id(1, r32 ? 2 : 1, 4, decode_roll(1, r32 ? 2 : 1, chunks_per_warp(r32 ? 32 : 16)));

@@ -42,10 +42,10 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(4, 8192, 28672), "decode_dpf_m8_r32_u4");
   EXPECT_EQ(pick(3, 8192, 28672), "decode_dp_m8_r32_u4");
   EXPECT_EQ(pick(4, 4096, 4096), "decode_dpfr_m8_r16_u4");
-  EXPECT_EQ(pick(4, 6144, 4096), "decode_dp_m8_r32_u4");  // (qkv: 32-row tile, 8 chunks per warp)
+  EXPECT_EQ(pick(4, 6144, 4096), "decode_dpf_m8_r16_u4");  // (qkv: the 16-row ring tile, below)
   EXPECT_EQ(pick(5, 4096, 14336), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(5, 8192, 8192), "decode_dpfr_m8_r16_u4");
-  EXPECT_EQ(pick(5, 6144, 4096), "decode_dpf_m8_r32_u4");
+  EXPECT_EQ(pick(5, 6144, 4096), "decode_dpf_m8_r16_u4");  // 16-row ring tile: 384 CTAs, 8 warps each
   EXPECT_EQ(pick(3, 28672, 4096), "decode_dp_m8_r32_u4");  // rolling 16-row tile: 64 chunks per warp
   // 1..2 tokens: 16-row blocks with rolling load groups where those CTAs fit one wave.
   EXPECT_EQ(pick(1, 4096, 4096), "decode_dpr_m8_r16_u4");
@@ -79,7 +79,12 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(8, 28672, 4096), "decode_dpfr_m8_r32_u4");  // (16-row: 64 chunks per warp)
   EXPECT_EQ(pick(6, 4096, 14336), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(8, 8192, 28672), "decode_dpf_m8_r32_u4");
-  EXPECT_EQ(pick(7, 6144, 4096), "decode_dpf_m8_r32_u4");
+  EXPECT_EQ(pick(7, 6144, 4096), "decode_dpf_m8_r16_u4");
+  {
+    GemmParams q;  // W4A4 (arranged A): the 32-row tile
+    q.a_dtype = DType::kE2M1x2, q.m = 7, q.n = 6144, q.k = 4096;
+    EXPECT_EQ(find_tactic(heuristic_tactic(q, kSms))->name, "decode_dpf_m8_r32_u4");
+  }
   // 9..16: the dp decode family's 16-token tile on A in fragment order wherever its CTAs fill the
   // GPU (32-row blocks when those still cover the SMs, else 16-row blocks) ...
   // (W4A16 with 8 warps per row block — A through the warps' shared-memory rings — 4-chunk groups;
