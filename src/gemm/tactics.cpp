@@ -276,7 +276,19 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
       return decode_dpf_id(1, 1, 4, false);
   }
   if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m >= 3) || ring) {
-    if (rolling_r16_fits(32)) return decode_dpf_id(1, 1, 4, true);
+    if (rolling_r16_fits(32)) {
+      // W4A16: the 32-row tile instead where it reads A through rings (8 warps per row block) with
+      // >= 16 chunks per warp and the 16-row tile would need the arrangement (fewer warps per row
+      // block). H100 session 17 run 14 (forced, 5 repetitions, graph us, M = 5 / 6 / 8): 8192x8192
+      // 15.02 / 14.91 / 14.87 vs 15.52 / 15.42 / 15.44; 8192x4096 (8 chunks per warp) 8.96 vs 8.77 (kept).
+      if (!w4a4 && r32 && k_chunks / 8 >= 16) {
+        const int64_t rb16 = (rows + 15) / 16, rb32 = (rows + 31) / 32;
+        if (dense_dp_warps_per_row_block(rb16, k_chunks, int(slots / 2)) < 8 &&
+            dense_dp_warps_per_row_block(rb32, k_chunks, int(slots / 2)) == 8)
+          return decode_dpf_id(1, 2, 4, decode_roll(1, 2, chunks_per_warp(32)));
+      }
+      return decode_dpf_id(1, 1, 4, true);
+    }
     return decode_dpf_id(1, r32 ? 2 : 1, 4, decode_roll(1, r32 ? 2 : 1, chunks_per_warp(r32 ? 32 : 16)));
   }
   // 1..2 tokens: 16-row blocks with rolling load groups whenever their CTAs fit one wave and each

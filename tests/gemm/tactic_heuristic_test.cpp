@@ -44,7 +44,7 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(4, 4096, 4096), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(4, 6144, 4096), "decode_dpf_m8_r16_u4");  // (qkv: the 16-row ring tile, below)
   EXPECT_EQ(pick(5, 4096, 14336), "decode_dpfr_m8_r16_u4");
-  EXPECT_EQ(pick(5, 8192, 8192), "decode_dpfr_m8_r16_u4");
+  EXPECT_EQ(pick(5, 8192, 8192), "decode_dpfr_m8_r32_u4");  // (W4A16 ring tile, below)
   EXPECT_EQ(pick(5, 6144, 4096), "decode_dpf_m8_r16_u4");  // 16-row ring tile: 384 CTAs, 8 warps each
   EXPECT_EQ(pick(3, 28672, 4096), "decode_dp_m8_r32_u4");  // rolling 16-row tile: 64 chunks per warp
   // 1..2 tokens: 16-row blocks with rolling load groups where those CTAs fit one wave.
@@ -75,7 +75,10 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   }
   // 6..8 tokens: the same tiles on A in fragment order, rolling unless a warp's K range is long
   // (or, with 32-row blocks, short).
-  EXPECT_EQ(pick(8, 8192, 8192), "decode_dpfr_m8_r16_u4");   // rolling 16-row tile: one wave, 32 per warp
+  // (8192x8192 in W4A16: the 32-row ring tile, 16 chunks per warp, instead of the arranged rolling
+  // 16-row tile with 4 warps per row block, which W4A4 keeps)
+  EXPECT_EQ(pick(8, 8192, 8192), "decode_dpfr_m8_r32_u4");
+  EXPECT_EQ(pick(8, 8192, 4096), "decode_dpfr_m8_r16_u4");  // (8 chunks per warp on 32-row blocks)
   EXPECT_EQ(pick(8, 28672, 4096), "decode_dpfr_m8_r32_u4");  // (16-row: 64 chunks per warp)
   EXPECT_EQ(pick(6, 4096, 14336), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(8, 8192, 28672), "decode_dpf_m8_r32_u4");
