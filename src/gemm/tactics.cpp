@@ -213,22 +213,21 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // (session 6, M = 9..16: 28672x4096 28.2 -> 27.1 us, 6144x4096 9.9 -> 9.4; with a full wave the
   // 2-chunk groups stay faster: 8192x8192 18.5 vs 20.0, 8192x28672 53.1 vs 53.6).
   const int64_t k_chunks = (k + 63) / 64;
-  auto chunks_per_warp = [&](int64_t block_rows) {
-    const int64_t rb = (rows + block_rows - 1) / block_rows;
-    return k_chunks / dense_dp_warps_per_row_block(rb, k_chunks, int(slots / 2));
-  };
+  // Row blocks and warps per row block of the 16- and 32-row tiles, as decode_host.cu launches them.
+  // 8 warps per row block is where W4A16's fragment-order tiles read A through the warps' rings
+  // (decode_host.cu ring_a) instead of behind the arrangement kernel.
+  const int64_t rb16 = (rows + 15) / 16, rb32 = (rows + 31) / 32;
+  const int64_t kw16 = dense_dp_warps_per_row_block(rb16, k_chunks, int(slots / 2));
+  const int64_t kw32 = dense_dp_warps_per_row_block(rb32, k_chunks, int(slots / 2));
+  auto chunks_per_warp = [&](int64_t block_rows) { return k_chunks / (block_rows == 16 ? kw16 : kw32); };
   // The 16-row tile's CTAs fit one wave (2 per SM) and each warp streams at most `max_chunks`: then
   // its rolling variant beats the 32-row tiles at up to 8 tokens (session 15, below).
   auto rolling_r16_fits = [&](int64_t max_chunks) {
-    const int64_t row_blocks = (rows + 15) / 16;
-    const int64_t kw16 = dense_dp_warps_per_row_block(row_blocks, k_chunks, int(slots / 2));
-    return (row_blocks * kw16 + 7) / 8 <= slots && k_chunks / kw16 <= max_chunks;
+    return (rb16 * kw16 + 7) / 8 <= slots && k_chunks / kw16 <= max_chunks;
   };
   if (m > 8) {
     if (!r32) return decode_dpf_id(2, 1, 4, decode_roll(2, 1, chunks_per_warp(16)));
-    const int64_t row_blocks = (rows + 31) / 32;
-    const int64_t kw32 = dense_dp_warps_per_row_block(row_blocks, k_chunks, int(slots / 2));
-    const int64_t ctas = (row_blocks * kw32 + 7) / 8 * passes;
+    const int64_t ctas = (rb32 * kw32 + 7) / 8 * passes;
     // W4A16 where the CTA's 8 warps stream 8 K slices reads A through the warps' shared-memory rings
     // (decode_host.cu ring_a), and there the 4-chunk groups win with a full wave too (session 17,
     // H100, every tactic forced, graph us, M = 12 / 16: 8192x28672 49.1 / 50.5 for u4 vs 52.2 / 52.3
@@ -262,31 +261,23 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // 14.12; not at 3 tokens (o / down / qkv +4..+6 %) nor for qkv's 32-row tile with 8-chunk ranges (+2.4 %).
   const bool ring = !w4a4 && m >= 4 && [&] {
     const bool r16_roll = rolling_r16_fits(32);
-    const int64_t block_rows = r16_roll || !r32 ? 16 : 32;
-    const int64_t kw = dense_dp_warps_per_row_block((rows + block_rows - 1) / block_rows, k_chunks, int(slots / 2));
+    const int64_t kw = r16_roll || !r32 ? kw16 : kw32;
     return kw == 8 && (r16_roll || k_chunks / kw > 32);
   }();
   // W4A16 at 4..8 tokens where the 32-row tile would be chosen but the 16-row one reads A through
   // rings (8 warps per row block) in at most two waves: the plain 16-row ring tile (qkv; session 17,
   // every tactic forced with the rings, graph us, M = 4 / 5: 7.26 / 7.30 vs 7.57 / 7.59 for the
   // 32-row tile).
-  if (!w4a4 && m >= 4 && r32 && !rolling_r16_fits(32)) {
-    const int64_t rb16 = (rows + 15) / 16;
-    if (dense_dp_warps_per_row_block(rb16, k_chunks, int(slots / 2)) == 8 && rb16 <= 2 * slots)
-      return decode_dpf_id(1, 1, 4, false);
-  }
+  if (!w4a4 && m >= 4 && r32 && !rolling_r16_fits(32) && kw16 == 8 && rb16 <= 2 * slots)
+    return decode_dpf_id(1, 1, 4, false);
   if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m >= 3) || ring) {
     if (rolling_r16_fits(32)) {
       // W4A16: the 32-row tile instead where it reads A through rings (8 warps per row block) with
       // >= 16 chunks per warp and the 16-row tile would need the arrangement (fewer warps per row
       // block). H100 session 17 run 14 (forced, 5 repetitions, graph us, M = 5 / 6 / 8): 8192x8192
       // 15.02 / 14.91 / 14.87 vs 15.52 / 15.42 / 15.44; 8192x4096 (8 chunks per warp) 8.96 vs 8.77 (kept).
-      if (!w4a4 && r32 && k_chunks / 8 >= 16) {
-        const int64_t rb16 = (rows + 15) / 16, rb32 = (rows + 31) / 32;
-        if (dense_dp_warps_per_row_block(rb16, k_chunks, int(slots / 2)) < 8 &&
-            dense_dp_warps_per_row_block(rb32, k_chunks, int(slots / 2)) == 8)
-          return decode_dpf_id(1, 2, 4, decode_roll(1, 2, chunks_per_warp(32)));
-      }
+      if (!w4a4 && r32 && kw16 < 8 && kw32 == 8 && k_chunks / 8 >= 16)
+        return decode_dpf_id(1, 2, 4, decode_roll(1, 2, chunks_per_warp(32)));
       return decode_dpf_id(1, 1, 4, true);
     }
     return decode_dpf_id(1, r32 ? 2 : 1, 4, decode_roll(1, r32 ? 2 : 1, chunks_per_warp(r32 ? 32 : 16)));

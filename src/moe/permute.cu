@@ -234,6 +234,17 @@ __device__ __forceinline__ void gather_rows(const PermuteArgs& a, const GatherAr
   }
 }
 
+// W4A4, one activation global scale: each token's FC1 input (quantized, decoded) into row t of g.a1 —
+// the gather's quantizing loop over the tokens as the entries of a top-1 identity permutation, by CTA
+// `block` of `blocks` (quantize_rows_kernel; the fused kernel's token-row blocks).
+template <bool kBF16, int kThreadsPerCta>
+__device__ __forceinline__ void quantize_token_rows(const GatherArgs& g, int tokens, int block, int blocks) {
+  PermuteArgs identity;
+  identity.top_k = 1;
+  gather_rows<kBF16, GatherMode::kQuantize, kThreadsPerCta>(identity, g, tokens, [](int64_t i) { return int(i); },
+                                                            block, blocks);
+}
+
 // ---- fused path: every block ranks all entries, block 0 publishes, all blocks gather ---------------------
 template <bool kBF16, GatherMode kMode>
 __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(PermuteArgs a, GatherArgs g) {
@@ -253,10 +264,7 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
     // the longer of the two instead of their sum.
     quant::pdl_wait();
     quant::pdl_launch_dependents();
-    PermuteArgs identity;
-    identity.top_k = 1;
-    gather_rows<kBF16, GatherMode::kQuantize, kPermuteThreads>(identity, g, n / a.top_k, [](int64_t i) { return int(i); },
-                                                               int(blockIdx.x) - 1, int(gridDim.x) - 1);
+    quantize_token_rows<kBF16, kPermuteThreads>(g, n / a.top_k, int(blockIdx.x) - 1, int(gridDim.x) - 1);
     return;
   }
   const bool publish = blockIdx.x == 0;
@@ -440,14 +448,10 @@ __global__ void __launch_bounds__(kGatherThreads) gather_kernel(PermuteArgs a, G
       a, g, a.n, [&](int64_t i) { return a.perm[i]; }, blockIdx.x, gridDim.x);
 }
 
-// W4A4, one activation global scale: token t's FC1 input (quantized, decoded) into row t of g.a1:
-// the gather's quantizing loop over the tokens as entries of a top-1 identity permutation.
+// The multi-kernel path's per-token quantization (quantize_token_rows over the whole grid).
 template <bool kBF16>
 __global__ void __launch_bounds__(kGatherThreads) quantize_rows_kernel(GatherArgs g, int tokens) {
-  PermuteArgs identity;
-  identity.top_k = 1;
-  gather_rows<kBF16, GatherMode::kQuantize, kGatherThreads>(identity, g, tokens, [](int64_t i) { return int(i); },
-                                                            blockIdx.x, gridDim.x);
+  quantize_token_rows<kBF16, kGatherThreads>(g, tokens, blockIdx.x, gridDim.x);
 }
 
 template <template <bool, GatherMode> class Launcher>

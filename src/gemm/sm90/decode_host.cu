@@ -225,10 +225,8 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
   GemmParams p = p_in;
   bool pdl = p_in.enable_pdl;
   const size_t stage_smem = stage_a_smem_bytes(t, p_in);  // > 0: the GEMM decodes A itself
-  const bool ring = ring_a(t, p_in);
-  if (ring) {
-    // Row-major A through the warps' rings: the kernel waits for the caller's kernel itself.
-  } else if (t.frag_a) {
+  const bool ring = ring_a(t, p_in);  // (row-major A through the warps' rings: nothing in front)
+  if (t.frag_a && !ring) {
     // One kernel copies (W4A16) or decodes (W4A4) A into fragment order.
     FP4KIT_RETURN_IF_ERROR(arrange_activations(p_in, workspace, stream));
     p.a = workspace;
