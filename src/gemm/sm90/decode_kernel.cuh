@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "format/e2m1.h"
 #include "format/e4m3.h"
@@ -316,65 +317,78 @@ static_assert((kRingSlots & (kRingSlots - 1)) == 0, "ring slots: a power of 2 (s
 
 template <typename T, int NT>
 struct RingA {
-  const T* src[NT][2];       // the lane's two rows of each token tile, at the next chunk to issue
-  uint32_t base;             // this warp's ring (shared-state-space address)
-  uint32_t issue_off;        // offset of the next chunk's slot in the ring
-  uint32_t dst_off[2];       // offsets of the lane's two pieces in a tile of a slot
-  uint32_t ld_off[2];        // the lane's ldmatrix row address in a tile: steps {0, 1} and {2, 3}
-  uint32_t live;             // bit 2 nt + q: row q of tile nt exists (rows past M are zero-filled)
-  int elem, k;               // K element of the lane's piece in the next chunk to issue; K
+  static constexpr uint32_t kSlotBytes = NT * kRingTileBytes;
+  static constexpr uint32_t kRingMask = kRingSlots * kSlotBytes - 1;
+  // Session 18: the per-chunk bookkeeping is a few loop-carried registers and compile-time offsets
+  // (issue<D> / read<D> take the chunk's place in the load group as a template argument, the source
+  // offset is an immediate, the cursor moves once per load group, one compare per copy). The first
+  // version kept 64-bit chunk indices, a K position and a row-liveness mask, which ptxas (at the
+  // 128-register bound) rematerialized per copy: 122 SASS instructions per chunk of the 8-token
+  // 16-row tile, now 87 (the row-major tile's loop: ~84). H100, graph replay (docs/PERF.md session
+  // 18): down M = 4..8 -8..-9 %, o -9 %, qkv -6 %, 8192x8192 M = 5..16 -3.5..-4 %.
+  const T* src[NT][2];  // the lane's two rows of each token tile at chunk next + kRingAhead
+  uint32_t dst[2];      // shared address of the lane's two pieces in tile 0 of slot 0
+  uint32_t ldm[2];      // the lane's ldmatrix row address in tile 0 of slot 0: steps {0, 1} and {2, 3}
+  uint32_t slot;        // offset of chunk next's slot in the ring
+  // K elements from the lane's piece of row q of tile nt in chunk next + kRingAhead to the end of K, or
+  // kDeadRow for rows past M: one compare per copy says whether it reads (a row-liveness mask beside
+  // one K count was rematerialized by ptxas into ~15 instructions per chunk at 128 registers).
+  int k_left[NT][2];
+  static constexpr int kDeadRow = -(1 << 30);
+  int left;             // chunks of the warp's range from chunk next + kRingAhead on (<= 0: none)
 
-  __device__ __forceinline__ void bind(const DecodeGemmArgs& args, const DecodeView& v, int tok0, int lane, int64_t j) {
+  // The cursor at chunk `next` (the next chunk read); copies continue at chunk next + kRingAhead.
+  __device__ __forceinline__ void bind(const DecodeGemmArgs& args, const DecodeView& v, int tok0, int lane, int64_t next,
+                                       int64_t end) {
     extern __shared__ __align__(128) uint8_t ring_smem[];
-    base = uint32_t(__cvta_generic_to_shared(ring_smem)) + uint32_t(threadIdx.x >> 5) * ring_bytes_per_warp<NT>();
-    issue_off = uint32_t(j & (kRingSlots - 1)) * (NT * kRingTileBytes);
+    const uint32_t base =
+        uint32_t(__cvta_generic_to_shared(ring_smem)) + uint32_t(threadIdx.x >> 5) * ring_bytes_per_warp<NT>();
+    slot = uint32_t(next & (kRingSlots - 1)) * kSlotBytes;
     const int p = lane & 7;
-    elem = int(j) * 64 + p * 8;
-    k = args.k;
-    live = 0;
+    const int64_t elem = (next + kRingAhead) * 64 + p * 8;
+    left = int(end - next - kRingAhead);
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int r = (lane >> 3) + 4 * q;
-      dst_off[q] = uint32_t(r * 128 + ((p ^ r) << 4));
+      dst[q] = base + uint32_t(r * 128 + ((p ^ r) << 4));
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const int tok = tok0 + nt * 8 + r;
-        if (tok < v.m) live |= 1u << (2 * nt + q);
+        k_left[nt][q] = tok < v.m ? int(int64_t(args.k) - elem) : kDeadRow;
         src[nt][q] = static_cast<const T*>(v.a) + int64_t(min(tok, v.m - 1)) * args.lda + elem;
       }
       // ldmatrix: lane L addresses row L & 7 of matrix L >> 3 = (step 2q + (L >> 4), half (L >> 3) & 1).
       const int lr = lane & 7, lp = 2 * (2 * q + (lane >> 4)) + ((lane >> 3) & 1);
-      ld_off[q] = uint32_t(lr * 128 + ((lp ^ lr) << 4));
+      ldm[q] = base + uint32_t(lr * 128 + ((lp ^ lr) << 4));
     }
   }
-  // Copies the next chunk (if `copy`) into its slot and moves to the one after; commits one group
-  // either way (the waits count groups). Pieces past K and rows past M are zero-filled without a read
-  // (cp.async with source size 0: copies of one row by several lanes measured up to 35 % slower).
-  __device__ __forceinline__ void issue(bool copy) {
-    if (copy) {
-      const uint32_t slot = base + issue_off;
-      const bool in_k = elem < k;
+  // Copies chunk next + kRingAhead + D (if it is in the warp's range) into its slot, that of chunk
+  // next + D - 1; commits one group either way (the waits count groups). Pieces past K and rows past M
+  // are zero-filled without a read (cp.async with source size 0: copies of one row by several lanes
+  // measured up to 35 % slower).
+  template <int D>
+  __device__ __forceinline__ void issue() const {
+    if (D < left) {
+      const uint32_t s = (slot + uint32_t(D + kRingAhead) * kSlotBytes) & kRingMask;
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
-          const uint32_t bytes = in_k && (live >> (2 * nt + q)) & 1u ? 16u : 0u;
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(slot + nt * kRingTileBytes + dst_off[q]),
-                       "l"(src[nt][q]), "r"(bytes)
+          const uint32_t bytes = D * 64 < k_left[nt][q] ? 16u : 0u;
+          asm volatile("cp.async.cg.shared.global [%0], [%1+%3], 16, %2;" ::"r"(dst[q] + s + nt * kRingTileBytes),
+                       "l"(src[nt][q]), "r"(bytes), "n"(D * 64 * int(sizeof(T)))
                        : "memory");
-          src[nt][q] += 64;
         }
-      elem += 64;
-      issue_off = (issue_off + NT * kRingTileBytes) & (kRingSlots * NT * kRingTileBytes - 1);
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
   }
-  // The B fragments of chunk c, the oldest of the kRingAhead chunks in flight. The barrier also
-  // orders every lane's reads of chunk c - 1 before the copy into its slot that follows this call.
-  __device__ __forceinline__ void read(int64_t c, uint32_t (&a)[NT][4][2]) const {
+  // The B fragments of chunk next + D, the oldest of the kRingAhead chunks in flight. The barrier also
+  // orders every lane's reads of the chunk before it ahead of the copy into its slot that follows.
+  template <int D>
+  __device__ __forceinline__ void read(uint32_t (&a)[NT][4][2]) const {
     asm volatile("cp.async.wait_group %0;" ::"n"(kRingAhead - 1) : "memory");
     __syncwarp();
-    const uint32_t slot = base + uint32_t(c & (kRingSlots - 1)) * (NT * kRingTileBytes);
+    const uint32_t s = (slot + uint32_t(D) * kSlotBytes) & kRingMask;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -382,8 +396,20 @@ struct RingA {
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                      : "=r"(a[nt][2 * q][0]), "=r"(a[nt][2 * q][1]), "=r"(a[nt][2 * q + 1][0]),
                        "=r"(a[nt][2 * q + 1][1])
-                     : "r"(slot + nt * kRingTileBytes + ld_off[q])
+                     : "r"(ldm[q] + s + nt * kRingTileBytes)
                      : "memory");
+  }
+  // Moves the cursor n chunks on (once per load group).
+  __device__ __forceinline__ void advance(int n) {
+    slot = (slot + uint32_t(n) * kSlotBytes) & kRingMask;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        src[nt][q] += n * 64;
+        k_left[nt][q] -= n * 64;  // (a dead row's stays far below 0)
+      }
+    left -= n;
   }
 };
 
@@ -391,10 +417,12 @@ struct RingA {
 template <typename T, int NT>
 __device__ __forceinline__ void ring_prefill(const DecodeGemmArgs& args, const DecodeView& v, int64_t j, int64_t j_end,
                                              int tok0, int lane) {
+  static_assert(kRingAhead == 3, "ring_prefill issues chunks j, j + 1, j + 2");
   RingA<T, NT> r;
-  r.bind(args, v, tok0, lane, j);
-#pragma unroll
-  for (int d = 0; d < kRingAhead; ++d) r.issue(j + d < j_end);
+  r.bind(args, v, tok0, lane, j - kRingAhead, j_end);  // copies continue at chunk j
+  r.template issue<0>();
+  r.template issue<1>();
+  r.template issue<2>();
 }
 
 // kSmemA: row-major A in shared memory, zero-padded to whole chunks (kStageA).
@@ -404,11 +432,7 @@ struct RowBlockStream {
   const uint4* codes[R];
   const uint2* scales[R];
   const unsigned int* act[NT];
-  struct Ring {
-    RingA<T, NT> r;
-    int64_t next, end;  // next chunk to consume, end of the warp's range
-  };
-  std::conditional_t<kRingA, Ring, char> ring;
+  std::conditional_t<kRingA, RingA<T, NT>, char> ring;
 
   __device__ __forceinline__ void bind_weights(const DecodeGemmArgs& args, const uint4* b_codes, const uint2* b_scales,
                                                int64_t rb, int64_t j, int lane) {
@@ -426,9 +450,7 @@ struct RowBlockStream {
   __device__ __forceinline__ void bind_activations(const DecodeGemmArgs& args, const DecodeView& v, int64_t j,
                                                    int tok0, int lane, int64_t j_end) {
     if constexpr (kRingA) {
-      ring.r.bind(args, v, tok0, lane, j + kRingAhead);  // its next copy: chunk j + kRingAhead
-      ring.next = j;
-      ring.end = j_end;
+      ring.bind(args, v, tok0, lane, j, j_end);  // its next copy: chunk j + kRingAhead
     } else if constexpr (kFragA) {
       // Token tiles past the last read the last one (their MMA columns are never stored).
       const int64_t last_tile = (v.m - 1) / 8;
@@ -460,11 +482,7 @@ struct RowBlockStream {
   // hit L1 (every warp of the SM reads the same rows), so holding them for a whole group only
   // costs registers (H100, session 5: 0-5 % faster at M <= 8 than a group's activations at once).
   __device__ __forceinline__ void load_activations(int u, uint32_t (&act_regs)[NT][4][2]) {
-    if constexpr (kRingA) {
-      ring.r.read(ring.next, act_regs);
-      ring.r.issue(ring.next + kRingAhead < ring.end);  // into the slot of chunk next - 1
-      ++ring.next;
-    } else if constexpr (kFragA) {
+    if constexpr (kFragA) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -487,12 +505,27 @@ struct RowBlockStream {
   }
   // Computes the group whose weights are in w, chunk by chunk.
   __device__ __forceinline__ void compute(const WeightRegs<R, U>& w, float (&acc)[R][NT][4]) {
+    if constexpr (kRingA) {
+      [&]<int... Us>(std::integer_sequence<int, Us...>) {
+        (compute_ring_chunk<Us>(w, acc), ...);
+      }(std::make_integer_sequence<int, U>{});
+    } else {
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      uint32_t act_regs[NT][4][2];
-      load_activations(u, act_regs);
-      compute_chunk<T, NT, R>(w.codes[u], w.scales[u], act_regs, acc);
+      for (int u = 0; u < U; ++u) {
+        uint32_t act_regs[NT][4][2];
+        load_activations(u, act_regs);
+        compute_chunk<T, NT, R>(w.codes[u], w.scales[u], act_regs, acc);
+      }
     }
+  }
+  // kRingA: chunk u of the group from the ring, and the copy of the chunk kRingAhead after it into
+  // the slot of the chunk before it.
+  template <int u>
+  __device__ __forceinline__ void compute_ring_chunk(const WeightRegs<R, U>& w, float (&acc)[R][NT][4]) {
+    uint32_t act_regs[NT][4][2];
+    ring.template read<u>(act_regs);
+    ring.template issue<u>();
+    compute_chunk<T, NT, R>(w.codes[u], w.scales[u], act_regs, acc);
   }
   __device__ __forceinline__ void advance_weights() {
 #pragma unroll
@@ -507,9 +540,12 @@ struct RowBlockStream {
     advance_weights();
   }
   __device__ __forceinline__ void advance_activations() {
-    if constexpr (!kRingA)  // (the ring advances as it is consumed)
+    if constexpr (kRingA) {
+      ring.advance(U);
+    } else {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) act[nt] += U * kActStride;
+    }
   }
   __device__ __forceinline__ void advance() {
     advance_weights();
