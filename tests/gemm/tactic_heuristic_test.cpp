@@ -38,9 +38,11 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   // 5 tokens: the dp tile for long K ranges, except in W4A16 where the fragment-order tile reads A
   // through the warps' rings (8 warps per row block; from 4 tokens on with long ranges or the
   // rolling 16-row tile).
-  EXPECT_EQ(pick(5, 8192, 28672), "decode_dpf_m8_r32_u4");
-  EXPECT_EQ(pick(4, 8192, 28672), "decode_dpf_m8_r32_u4");
-  EXPECT_EQ(pick(3, 8192, 28672), "decode_dp_m8_r32_u4");
+  EXPECT_EQ(pick(5, 8192, 28672), "decode_dpfr_m8_r32_u4");
+  EXPECT_EQ(pick(4, 8192, 28672), "decode_dpfr_m8_r32_u4");  // (ring, 3..4 tokens: rolling)
+  EXPECT_EQ(pick(3, 8192, 28672), "decode_dpfr_m8_r32_u4");  // (session 18: rings from 3 tokens on)
+  EXPECT_EQ(pick(3, 6144, 4096), "decode_dpf_m8_r16_u4");
+  EXPECT_EQ(pick(4, 8192, 8192), "decode_dpfr_m8_r32_u4");  // (the 32-row ring tile from 4 tokens on)
   EXPECT_EQ(pick(4, 4096, 4096), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(4, 6144, 4096), "decode_dpf_m8_r16_u4");  // (qkv: the 16-row ring tile, below)
   EXPECT_EQ(pick(5, 4096, 14336), "decode_dpfr_m8_r16_u4");
@@ -55,7 +57,7 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   // ... and at 3..4 tokens in W4A16 where each warp streams <= 32 chunks (W4A4: fragment order, below).
   EXPECT_EQ(pick(3, 8192, 8192), "decode_dpr_m8_r16_u4");
   EXPECT_EQ(pick(4, 4096, 14336), "decode_dpfr_m8_r16_u4");  // (W4A16 ring, above)
-  EXPECT_EQ(pick(3, 4096, 14336), "decode_dpr_m8_r16_u4");
+  EXPECT_EQ(pick(3, 4096, 14336), "decode_dpfr_m8_r16_u4");  // (W4A16 ring from 3 tokens on)
   {
     GemmParams p;
     // W4A4 from 3 tokens on: the fragment-order tiles (the arrangement decodes A instead of the
@@ -81,7 +83,7 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(8, 8192, 4096), "decode_dpfr_m8_r16_u4");  // (8 chunks per warp on 32-row blocks)
   EXPECT_EQ(pick(8, 28672, 4096), "decode_dpfr_m8_r32_u4");  // (16-row: 64 chunks per warp)
   EXPECT_EQ(pick(6, 4096, 14336), "decode_dpfr_m8_r16_u4");
-  EXPECT_EQ(pick(8, 8192, 28672), "decode_dpf_m8_r32_u4");
+  EXPECT_EQ(pick(8, 8192, 28672), "decode_dpfr_m8_r32_u4");  // (ring: rolling, session 18)
   EXPECT_EQ(pick(7, 6144, 4096), "decode_dpf_m8_r16_u4");
   {
     GemmParams q;  // W4A4 (arranged A): the 32-row tile
@@ -92,7 +94,7 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   // GPU (32-row blocks when those still cover the SMs, else 16-row blocks) ...
   // (W4A16 with 8 warps per row block — A through the warps' shared-memory rings — 4-chunk groups;
   // W4A4 2-chunk groups with a full wave)
-  EXPECT_EQ(pick(16, 8192, 28672), "decode_dpf_m16_r32_u4");
+  EXPECT_EQ(pick(16, 8192, 28672), "decode_dpfr_m16_r32_u4");  // (ring: rolling, session 18)
   EXPECT_EQ(pick(12, 8192, 8192), "decode_dpfr_m16_r32_u4");
   {
     GemmParams q;
@@ -101,8 +103,8 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   }
   // (4-chunk load groups when the grid is short of one full wave of 2 CTAs per SM)
   EXPECT_EQ(pick(12, 28672, 4096), "decode_dpfr_m16_r32_u4");
-  EXPECT_EQ(pick(16, 6144, 4096), "decode_dpf_m16_r32_u4");
-  EXPECT_EQ(pick(16, 4096, 14336), "decode_dpf_m16_r16_u4");
+  EXPECT_EQ(pick(16, 6144, 4096), "decode_dpfr_m16_r32_u4");
+  EXPECT_EQ(pick(16, 4096, 14336), "decode_dpfr_m16_r16_u4");
   EXPECT_EQ(pick(9, 4096, 4096), "decode_dpfr_m16_r16_u4");
   // ... narrow layers: stream-K decode for K <= 8192, else the wgmma small tiles with split-K.
   EXPECT_EQ(pick(16, 1024, 4096), "decode_m16_r32_u2");
