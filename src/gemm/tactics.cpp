@@ -265,7 +265,8 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // block, decode_host.cu ring_a), no arrangement kernel in front, and it is the rolling 16-row tile
   // or each warp's K range is long (> 32 chunks). H100 session 17 run 10 (auto, 4 repetitions, graph
   // us): 8192x28672 M = 4 / 5 47.35 / 47.69 -> 46.17 / 46.23, o M = 4 6.08 -> 5.75, down M = 4 14.18 ->
-  // 14.12; not at 3 tokens (o / down / qkv +4..+6 %) nor for qkv's 32-row tile with 8-chunk ranges (+2.4 %).
+  // 14.12; then not at 3 tokens (o / down / qkv +4..+6 % with session 17's ring; session 18's cheaper
+  // ring wins there, below) nor for qkv's 32-row tile with 8-chunk ranges (+2.4 %).
   // Session 18 (the ring's bookkeeping got cheap; run 4, forced, graph us): from 3 tokens on (M = 3:
   // down 12.90 vs 13.44 for the row-major rolling tile, o 5.27 vs 5.51, qkv 6.81 vs 7.25 (16-row ring
   // tile, next rule), 8192x28672 45.30 vs 48.56 (rolling 32-row ring tile, below)).
@@ -274,7 +275,7 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
     const int64_t kw = r16_roll || !r32 ? kw16 : kw32;
     return kw == 8 && (r16_roll || k_chunks / kw > 32);
   }();
-  // W4A16 at 4..8 tokens where the 32-row tile would be chosen but the 16-row one reads A through
+  // W4A16 at 3..8 tokens (4..8 before session 18) where the 32-row tile would be chosen but the 16-row one reads A through
   // rings (8 warps per row block) in at most two waves: the plain 16-row ring tile (qkv; session 17,
   // every tactic forced with the rings, graph us, M = 4 / 5: 7.26 / 7.30 vs 7.57 / 7.59 for the
   // 32-row tile).
