@@ -238,7 +238,7 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
     // (decode_host.cu ring_a), and there the 4-chunk groups win with a full wave too (session 17,
     // H100, every tactic forced, graph us, M = 12 / 16: 8192x28672 49.1 / 50.5 for u4 vs 52.2 / 52.3
     // for u2, 8192x8192 16.7 / 16.5 vs 17.3 / 17.4; 17..32 tokens, two passes, not measured).
-    const bool u4 = ctas * 10 < slots * 9 || (!w4a4 && kw32 == 8 && passes == 1);
+    const bool u4 = ctas * 10 < slots * 9 || ring_roll16(kw32);
     return u4 ? decode_dpf_id(2, 2, 4, decode_roll(2, 2, chunks_per_warp(32)) || ring_roll16(kw32))
               : decode_dpf_id(2, 2, 2);
   }
@@ -261,48 +261,42 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // 15.30 -> 15.36 / 15.34 / 15.35, gate_up 26.26 -> 24.82 at M = 3, qkv 9.71 -> 8.32 at M = 3,
   // o 7.03 -> 6.33, 8192x28672 49.13 / 50.44 / 50.80 -> 49.66 / 49.55 / 49.43, 8192x8192 +-0.5 %;
   // at 1..2 tokens the dp tiles stay ahead except qkv M = 2).
-  // W4A16 at 3..5 tokens (4..5 before session 18) where the tile below reads A through the warps' rings (8 warps per row
+  // W4A16 from 3 tokens on where the tile below reads A through the warps' rings (8 warps per row
   // block, decode_host.cu ring_a), no arrangement kernel in front, and it is the rolling 16-row tile
-  // or each warp's K range is long (> 32 chunks). H100 session 17 run 10 (auto, 4 repetitions, graph
-  // us): 8192x28672 M = 4 / 5 47.35 / 47.69 -> 46.17 / 46.23, o M = 4 6.08 -> 5.75, down M = 4 14.18 ->
-  // 14.12; then not at 3 tokens (o / down / qkv +4..+6 % with session 17's ring; session 18's cheaper
-  // ring wins there, below) nor for qkv's 32-row tile with 8-chunk ranges (+2.4 %).
-  // Session 18 (the ring's bookkeeping got cheap; run 4, forced, graph us): from 3 tokens on (M = 3:
-  // down 12.90 vs 13.44 for the row-major rolling tile, o 5.27 vs 5.51, qkv 6.81 vs 7.25 (16-row ring
-  // tile, next rule), 8192x28672 45.30 vs 48.56 (rolling 32-row ring tile, below)).
+  // or each warp's K range is long (> 32 chunks). H100 session 17 run 10 (auto, graph us): 8192x28672
+  // M = 4 / 5 47.35 / 47.69 -> 46.17 / 46.23, o M = 4 6.08 -> 5.75 (not for qkv's 32-row tile with
+  // 8-chunk ranges: +2.4 %); session 18 run 4 (forced, with the cheaper ring), M = 3: down 12.90 vs
+  // 13.44 for the row-major rolling tile, o 5.27 vs 5.51, qkv 6.81 vs 7.25 (16-row ring tile, next
+  // rule), 8192x28672 45.30 vs 48.56 (rolling 32-row ring tile, below).
   const bool ring = !w4a4 && m >= 3 && [&] {
     const bool r16_roll = rolling_r16_fits(32);
     const int64_t kw = r16_roll || !r32 ? kw16 : kw32;
     return kw == 8 && (r16_roll || k_chunks / kw > 32);
   }();
-  // W4A16 at 3..8 tokens (4..8 before session 18) where the 32-row tile would be chosen but the 16-row one reads A through
+  // W4A16 at 3..8 tokens where the 32-row tile would be chosen but the 16-row one reads A through
   // rings (8 warps per row block) in at most two waves: the plain 16-row ring tile (qkv; session 17,
   // every tactic forced with the rings, graph us, M = 4 / 5: 7.26 / 7.30 vs 7.57 / 7.59 for the
   // 32-row tile).
   if (!w4a4 && m >= 3 && r32 && !rolling_r16_fits(32) && kw16 == 8 && rb16 <= 2 * slots)
     return decode_dpf_id(1, 1, 4, false);
-  if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m >= 3) || ring) {
-    if (rolling_r16_fits(32)) {
-      // W4A16: the 32-row tile instead where it reads A through rings (8 warps per row block) with
-      // >= 16 chunks per warp and the 16-row tile would need the arrangement (fewer warps per row
-      // block). H100 session 17 run 14 (forced, 5 repetitions, graph us, M = 5 / 6 / 8): 8192x8192
-      // 15.02 / 14.91 / 14.87 vs 15.52 / 15.42 / 15.44; 8192x4096 (8 chunks per warp) 8.96 vs 8.77 (kept).
-      if (!w4a4 && r32 && kw16 < 8 && kw32 == 8 && k_chunks / 8 >= 16)
-        return decode_dpf_id(1, 2, 4, decode_roll(1, 2, chunks_per_warp(32)));
-      return decode_dpf_id(1, 1, 4, true);
-    }
+  // W4A16, 8192x8192-like layers (the rolling 16-row tile fits, but with fewer than 8 warps per row
+  // block it would need the arrangement, while the 32-row tile streams >= 16 chunks per warp through
+  // rings): the 32-row ring tile from 4 tokens on. H100 session 17 run 14 (forced, graph us, M = 5 / 6
+  // / 8): 8192x8192 15.02 / 14.91 / 14.87 vs 15.52 / 15.42 / 15.44 (8192x4096, 8 chunks per warp: 8.96
+  // vs 8.77, kept); session 18 run 4, M = 4: 14.30 vs 14.88 for the row-major rolling 16-row tile (at 3
+  // tokens 14.34 vs 14.03, kept).
+  const bool r32_ring_over_arranged_r16 =
+      !w4a4 && r32 && kw16 < 8 && kw32 == 8 && chunks_per_warp(32) >= 16 && rolling_r16_fits(32);
+  if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m >= 3) || ring ||
+      (m == 4 && r32_ring_over_arranged_r16)) {
+    if (r32_ring_over_arranged_r16) return decode_dpf_id(1, 2, 4, decode_roll(1, 2, chunks_per_warp(32)));
+    if (rolling_r16_fits(32)) return decode_dpf_id(1, 1, 4, true);
     // (W4A16 ring with 32-row blocks: rolling also on long K ranges; session 18 runs 4-5, forced,
     // graph us, 8192x28672 M = 3 / 4 45.30 / 45.49 vs 47.05 / 46.95, M = 5 / 6 / 8 46.24 / 45.41 / 45.42
     // vs 46.34 / 46.19 / 46.39 for the plain tile.)
     return decode_dpf_id(1, r32 ? 2 : 1, 4,
                          decode_roll(1, r32 ? 2 : 1, chunks_per_warp(r32 ? 32 : 16)) || (ring && r32));
   }
-  // W4A16, 4 tokens, 8192x8192-like layers (the 32-row tile streams >= 16 chunks per warp through
-  // rings, the 16-row one would need the arrangement): the 32-row ring tile, as from 5 tokens on
-  // (session 18 run 4, forced, graph us: 8192x8192 14.30 vs 14.88 for the row-major rolling 16-row
-  // tile; at 3 tokens 14.34 vs 14.03, kept).
-  if (!w4a4 && m == 4 && r32 && kw16 < 8 && kw32 == 8 && k_chunks / 8 >= 16 && rolling_r16_fits(32))
-    return decode_dpf_id(1, 2, 4, decode_roll(1, 2, chunks_per_warp(32)));
   // 1..2 tokens: 16-row blocks with rolling load groups whenever their CTAs fit one wave and each
   // warp's range is not long (H100 session 15, M = 1, graph us: 8192x8192 13.5 vs 14.7 for the
   // plain 32-row blocks, gate_up 22.8 vs 24.0, down 12.3 vs 13.1, o 5.0 vs 5.5; qkv (1.5 waves of

@@ -419,12 +419,10 @@ struct RingA {
 template <typename T, int NT>
 __device__ __forceinline__ void ring_prefill(const DecodeGemmArgs& args, const DecodeView& v, int64_t j, int64_t j_end,
                                              int tok0, int lane) {
-  static_assert(kRingAhead == 3, "ring_prefill issues chunks j, j + 1, j + 2");
   RingA<T, NT> r;
   r.bind(args, v, tok0, lane, j - kRingAhead, j_end);  // copies continue at chunk j
-  r.template issue<0>();
-  r.template issue<1>();
-  r.template issue<2>();
+  [&]<int... Ds>(std::integer_sequence<int, Ds...>) { (r.template issue<Ds>(), ...); }(
+      std::make_integer_sequence<int, kRingAhead>{});
 }
 
 // kSmemA: row-major A in shared memory, zero-padded to whole chunks (kStageA).
@@ -505,28 +503,23 @@ struct RowBlockStream {
         }
     }
   }
-  // Computes the group whose weights are in w, chunk by chunk.
+  // Computes the group whose weights are in w, chunk by chunk (u a compile-time constant: the ring
+  // takes it as a template argument).
   __device__ __forceinline__ void compute(const WeightRegs<R, U>& w, float (&acc)[R][NT][4]) {
-    if constexpr (kRingA) {
-      [&]<int... Us>(std::integer_sequence<int, Us...>) {
-        (compute_ring_chunk<Us>(w, acc), ...);
-      }(std::make_integer_sequence<int, U>{});
-    } else {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        uint32_t act_regs[NT][4][2];
-        load_activations(u, act_regs);
-        compute_chunk<T, NT, R>(w.codes[u], w.scales[u], act_regs, acc);
-      }
-    }
+    [&]<int... Us>(std::integer_sequence<int, Us...>) { (compute_chunk_at<Us>(w, acc), ...); }(
+        std::make_integer_sequence<int, U>{});
   }
-  // kRingA: chunk u of the group from the ring, and the copy of the chunk kRingAhead after it into
-  // the slot of the chunk before it.
+  // Chunk u of the group. kRingA: its fragments from the ring, then the copy of the chunk kRingAhead
+  // after it into the slot of the chunk before it.
   template <int u>
-  __device__ __forceinline__ void compute_ring_chunk(const WeightRegs<R, U>& w, float (&acc)[R][NT][4]) {
+  __device__ __forceinline__ void compute_chunk_at(const WeightRegs<R, U>& w, float (&acc)[R][NT][4]) {
     uint32_t act_regs[NT][4][2];
-    ring.template read<u>(act_regs);
-    ring.template issue<u>();
+    if constexpr (kRingA) {
+      ring.template read<u>(act_regs);
+      ring.template issue<u>();
+    } else {
+      load_activations(u, act_regs);
+    }
     compute_chunk<T, NT, R>(w.codes[u], w.scales[u], act_regs, acc);
   }
   __device__ __forceinline__ void advance_weights() {
