@@ -17,7 +17,9 @@
 #   CUTLASS_INCLUDE  CUTLASS/CuTe include dir for building (default: .deps/cutlass-include, resolved)
 #   OUT              logs, CSV, markdown (default: out/gpu-check)
 #   SANITIZE=1       also run compute-sanitizer memcheck on test_quant (SANITIZE_FILTER: a gtest filter)
-#   BENCH            quick (default) | full | none
+#   BENCH            quick (default) | full | none | acceptance (the sweeps of issues #5 and #7: bench gemm
+#                    M = 1..16 with graph replay and PDL, M = 24..1536, bench moe T = 1..16 and 4096,
+#                    then scripts/acceptance.py prints each acceptance line met / MISSED)
 #   STEP_TIMEOUT     seconds per step (default 240); BENCH_TIMEOUT (default 300; 540 with BENCH=full)
 #   BUDGET           seconds for the whole check (default 560): later steps are skipped, not cut off
 #   BUILD_TIMEOUT    seconds for `build` (default 580)
@@ -246,7 +248,30 @@ fi
 
 # 5. benchmarks (their options differ: quantize writes --csv/--md files; gemm prints --markdown and
 #    writes --output FILE)
-if [ "$BENCH" != none ] && [ -x "$cli" ]; then
+if [ "$BENCH" = acceptance ] && [ -x "$cli" ]; then
+  # name|command: each writes $OUT/accept_<name>.csv; tables rotate weights past L2, graph replay, PDL.
+  acc_runs=(
+    "gemm_small|bench gemm --shapes all --m 1,2,3,4,5,6,8,9,12,16 --mode both --graph --pdl --target-ms ${ACC_TARGET_MS:-30}"
+    "moe_small|bench moe --preset all --t 1,2,4,8,16 --mode both --graph --pdl --target-ms ${ACC_TARGET_MS:-30}"
+    "gemm_mid|bench gemm --shapes all --m 24,32,48,64,96,128,192,256,384,512,1024,1536 --mode both --graph --pdl --target-ms ${ACC_TARGET_MS:-30}"
+    "moe_large|bench moe --preset all --t 4096 --mode both --no-reduced-check --target-ms ${ACC_TARGET_MS:-30}"
+  )
+  for entry in "${acc_runs[@]}"; do
+    name=${entry%%|*}
+    read -r -a cmd <<< "${entry#*|}"
+    [ -n "${ACC_ONLY:-}" ] && [[ ",$ACC_ONLY," != *",$name,"* ]] && continue
+    say; say "== fp4kit ${cmd[*]}"
+    run_step "acc_$name" "$BENCH_TIMEOUT" "$OUT/accept_$name.log" "$cli" "${cmd[@]}" --csv --output "$OUT/accept_$name.csv"
+    [ "$step_rc" -eq -1 ] && continue
+    grep -E '^(summary|checks|RESULT|  )' "$OUT/accept_$name.log" | grep -vE '^  *[0-9]' | head -n 40
+    if [ "$step_rc" -eq 0 ]; then summary+=("acc_$name|ok|${step_s} s"); else
+      failed=1; summary+=("acc_$name|FAILED|exit $step_rc$([ "$step_timed_out" = 1 ] && echo ' (timeout)'), ${step_s} s"); fi
+  done
+  if ls "$OUT"/accept_*.csv >/dev/null 2>&1; then
+    python3 scripts/acceptance.py "$OUT"/accept_*.csv > "$OUT/acceptance.txt" 2>&1
+    while read -r line; do bench_lines+=("$line"); done < <(grep -E '^(acceptance:|  #[57] [a-c]:)' "$OUT/acceptance.txt")
+  fi
+elif [ "$BENCH" != none ] && [ -x "$cli" ]; then
   for which in quantize gemm; do
     say; say "== fp4kit bench $which ($BENCH)"
     if [ "$which" = quantize ]; then
