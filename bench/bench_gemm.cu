@@ -788,7 +788,7 @@ Status GemmBench::run_fp4kit(const GemmBenchShape& shape, int64_t m, Impl impl, 
       if ((*rows)[i].us < (*rows)[best].us) best = i;
     }
     (*rows)[best].best_of_all = true;
-    const int heur_id = gemm_impl::heuristic_tactic(base, sm_count_);
+    const int heur_id = gemm_impl::heuristic_tactic(base, sm_count_, gemm_impl::device_hbm_rich());
     TacticGap gap;
     gap.shape = shape.name;
     gap.impl = impl_name(impl);

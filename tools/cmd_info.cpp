@@ -1,4 +1,5 @@
 // fp4kit info: what this build is and which paths (CPU reference, GPU kernels) will run here.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -76,6 +77,7 @@ int run_info(const InfoOptions& opt) {
       gpu["sm_count"] = d.sm_count;
       gpu["l2_bytes"] = d.l2_bytes;
       gpu["memory_bytes"] = d.global_memory_bytes;
+      gpu["dram_peak_gbps"] = d.dram_peak_gbps;
     } else {
       gpu["reason"] = d.reason;
     }
@@ -100,6 +102,12 @@ int run_info(const InfoOptions& opt) {
     t.add_row({"", "sm_" + std::to_string(cc) + " (CC " + std::to_string(cc / 10) + "." + std::to_string(cc % 10) +
                        "), " + std::to_string(d.sm_count) + " SMs, L2 " + format_bytes(double(d.l2_bytes)) +
                        ", memory " + format_bytes(double(d.global_memory_bytes))});
+    if (d.dram_peak_gbps > 0) {
+      char bw[96];
+      std::snprintf(bw, sizeof(bw), "DRAM peak %.2f TB/s (%.1f GB/s per SM)", d.dram_peak_gbps / 1e3,
+                    d.dram_peak_gbps / std::max(d.sm_count, 1));
+      t.add_row({"", bw});
+    }
   } else {
     t.add_row({"GPU", "none (" + d.reason + ")"});
   }

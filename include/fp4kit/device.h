@@ -13,6 +13,9 @@ struct DeviceInfo {
   int sm_count = 0;
   long long l2_bytes = 0;
   long long global_memory_bytes = 0;
+  // Peak DRAM bandwidth from the memory clock and bus width (GB/s; 0 when the driver does not say):
+  // H100 SXM ~3350, H200 ~4900. The small-M tactic heuristic reads it per SM (gemm tactics).
+  double dram_peak_gbps = 0;
   int driver_version = 0;
   int runtime_version = 0;
 };

@@ -33,6 +33,11 @@ const DeviceInfo& device_info() {
     d.sm_count = prop.multiProcessorCount;
     d.l2_bytes = prop.l2CacheSize;
     d.global_memory_bytes = static_cast<long long>(prop.totalGlobalMem);
+    int mem_khz = 0, bus_bits = 0;  // double data rate: two transfers per clock
+    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess)
+      d.dram_peak_gbps = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+    cudaGetLastError();
     return d;
   }();
   return info;

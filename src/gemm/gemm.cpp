@@ -53,7 +53,7 @@ const gemm_impl::Tactic* choose(const GemmParams& p) {
     return fit && gemm_impl::can_implement(*fit, p) ? fit : t;
   }
   const int sms = device_info().available ? device_info().sm_count : 132;
-  return gemm_impl::find_tactic(gemm_impl::heuristic_tactic(p, sms));
+  return gemm_impl::find_tactic(gemm_impl::heuristic_tactic(p, sms, gemm_impl::device_hbm_rich()));
 }
 
 }  // namespace

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
+
+#include "fp4kit/device.h"
 
 namespace fp4kit::gemm_impl {
 
@@ -181,7 +185,21 @@ bool decode_roll(int nt, int rows, int64_t chunks_per_warp) {
   return rows == 1 ? chunks_per_warp <= 16 : chunks_per_warp >= 16 && chunks_per_warp <= 32;
 }
 
-int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w4a4) {
+bool hbm_rich(double dram_peak_gbps, int sm_count) {
+  return sm_count > 0 && dram_peak_gbps / sm_count >= kHbmRichGbpsPerSm;
+}
+
+bool device_hbm_rich() {
+  static const bool rich = [] {
+    if (const char* e = std::getenv("FP4KIT_HBM_RICH"); e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == 0)
+      return e[0] == '1';
+    const DeviceInfo& d = device_info();
+    return d.available && hbm_rich(d.dram_peak_gbps, d.sm_count);
+  }();
+  return rich;
+}
+
+int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w4a4, bool rich) {
   // H100, W4A16, M = 1..16 over the bench shapes (docs/PERF.md, session 2): one CTA per 16- or
   // 32-row block, K split over its 8 warps, beats stream-K over warps everywhere there are enough
   // CTAs (8192x8192 M=1: 20.7 vs 29.0 us; 4096x4096: 9.3 vs 18.9 us); 32-row blocks from 5 tokens
@@ -238,8 +256,12 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
     // (decode_host.cu ring_a), and there the 4-chunk groups win with a full wave too (session 17,
     // H100, every tactic forced, graph us, M = 12 / 16: 8192x28672 49.1 / 50.5 for u4 vs 52.2 / 52.3
     // for u2, 8192x8192 16.7 / 16.5 vs 17.3 / 17.4; 17..32 tokens, two passes, not measured).
-    const bool u4 = ctas * 10 < slots * 9 || ring_roll16(kw32);
-    return u4 ? decode_dpf_id(2, 2, 4, decode_roll(2, 2, chunks_per_warp(32)) || ring_roll16(kw32))
+    // HBM-rich devices (H200): W4A4 with long warp K ranges takes the rolling 4-chunk groups too
+    // (session 19 run 3, forced, graph us, 8192x28672 M = 12 / 16: 44.49 / 45.04 vs 46.58 / 46.49 for
+    // the 2-chunk groups; 8192x8192's 16-chunk ranges keep them).
+    const bool rich_roll = rich && w4a4 && chunks_per_warp(32) > 32;
+    const bool u4 = ctas * 10 < slots * 9 || ring_roll16(kw32) || rich_roll;
+    return u4 ? decode_dpf_id(2, 2, 4, decode_roll(2, 2, chunks_per_warp(32)) || ring_roll16(kw32) || rich_roll)
               : decode_dpf_id(2, 2, 2);
   }
   // 6..8 tokens (5, see below): the 8-token tile on A in fragment order as well; below that the arrangement kernel
@@ -287,6 +309,10 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // tokens 14.34 vs 14.03, kept).
   const bool r32_ring_over_arranged_r16 =
       !w4a4 && r32 && kw16 < 8 && kw32 == 8 && chunks_per_warp(32) >= 16 && rolling_r16_fits(32);
+  // HBM-rich devices (H200) take that tile from 1 token on: its warps stream twice the weight bytes
+  // per chunk step of the 16-row tile's (session 19 run 3, forced, graph us, 8192x8192 M = 1 / 2 / 3:
+  // 11.59 / 11.63 / 11.96 vs 11.70 / 12.35 / 13.12 for the row-major rolling 16-row tile).
+  if (rich && r32_ring_over_arranged_r16) return decode_dpf_id(1, 2, 4, decode_roll(1, 2, chunks_per_warp(32)));
   if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m >= 3) || ring ||
       (m == 4 && r32_ring_over_arranged_r16)) {
     if (r32_ring_over_arranged_r16) return decode_dpf_id(1, 2, 4, decode_roll(1, 2, chunks_per_warp(32)));
@@ -304,6 +330,16 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // takes the fragment-order tiles above) only up to 32 chunks per warp (run 210, M = 3 / 4 W4A16:
   // 8192x8192 13.99 / 14.77 vs 15.14 / 15.49 for r32, down 13.36 / 14.17 vs 13.71 / 14.56, o 5.53 / 6.08 vs 5.96 / 6.36; gate_up at 64
   // chunks lost from 4 tokens on, 8192x8192 W4A4 at 4 tokens +3.5 %, everything at 5).
+  // HBM-rich devices (H200), 1..2 tokens (session 19 run 3, forced, graph us): W4A4 where the 16-row
+  // tile's warps each take whole row blocks (kw = 1, gate_up) takes the rolling 32-row tile, whose two
+  // row tiles share each decoded activation fragment (gate_up M = 1 / 2: 19.61 / 21.08 vs 20.59 / 21.83
+  // for the rolling 16-row tile); and the rolling 16-row tile also with long warp K ranges (8192x28672,
+  // 112 chunks per warp: W4A16 M = 1 / 2 34.62 / 35.21 vs 35.64 / 35.93 for the plain 32-row tile, W4A4
+  // 36.94 / 38.08 vs 38.44 / 38.74).
+  if (rich && m <= 2) {
+    if (w4a4 && r32 && kw16 == 1) return decode_dp_id(1, 2, 4, true);
+    if (rolling_r16_fits(INT64_MAX)) return decode_dp_id(1, 1, 4, true);
+  }
   if (m <= 4 && rolling_r16_fits(m <= 2 ? 64 : 32)) return decode_dp_id(1, 1, 4, true);
   return decode_dp_id(1, r32 ? 2 : 1, 4);
 }
@@ -456,17 +492,18 @@ int fit_token_tile(int id, int64_t m) {
   return id;
 }
 
-static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count);
+static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count, bool rich);
 
-int heuristic_tactic(const GemmParams& p, int sm_count) {
-  return fit_token_tile(untrimmed_heuristic_tactic(p, sm_count), p.m);
+int heuristic_tactic(const GemmParams& p, int sm_count, bool rich) {
+  return fit_token_tile(untrimmed_heuristic_tactic(p, sm_count, rich), p.m);
 }
 
-static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count) {
+static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count, bool rich) {
   if (const int id = small_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   if (const int id = mid_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   // The dp decode family wherever its CTAs fill the GPU: up to 16 tokens, up to 32 on small layers.
-  if (const int id = decode_dp_heuristic(p.m, p.n, p.k, sm_count, p.a_dtype == DType::kE2M1x2); id >= 0) return id;
+  if (const int id = decode_dp_heuristic(p.m, p.n, p.k, sm_count, p.a_dtype == DType::kE2M1x2, rich); id >= 0)
+    return id;
   // H100 measurements (docs/PERF.md): above 16 tokens the wgmma family's 128x64 tile already beats
   // the decode family's 32-token tiles. (W4A4 decodes A into the workspace first in both families,
   // so it follows the same rule.)

@@ -43,8 +43,17 @@ Status launch(const Tactic& t, const GemmParams& p, void* workspace, size_t work
 // the tiles already fill the SMs (sm90/wgmma_kernel.cuh).
 int64_t wgmma_k_splits(int64_t tiles, int64_t k_chunks, int sms);
 
-// Shape heuristic used for tactic = -1 until a tuned entry exists.
-int heuristic_tactic(const GemmParams& p, int sm_count);
+// A device with at least this much peak DRAM bandwidth per SM (GB/s) is "HBM-rich" for the small-M
+// heuristic: H200 (4.9 TB/s / 132 SMs = 37) is, H100 SXM (3.35 TB/s, 25) and PCIe (2.0, 18) are not.
+// Such a device needs more weight bytes in flight per SM, and on the H200 the rolling and ring
+// tiles win at points where the H100 measured otherwise (decode_dp_heuristic, docs/GEMM.md "H200").
+constexpr double kHbmRichGbpsPerSm = 31.0;
+bool hbm_rich(double dram_peak_gbps, int sm_count);
+// hbm_rich() of the current device (device_info()); FP4KIT_HBM_RICH=0 or 1 overrides it (A/B runs).
+bool device_hbm_rich();
+
+// Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).
+int heuristic_tactic(const GemmParams& p, int sm_count, bool rich = false);
 // The same weight rows with the narrowest instantiated wgmma token tile that holds m (24 for a
 // 32-token tile, 48 for 64, 80..112 for 128, 144..224 for 256), or `id` itself. Applied to the
 // heuristic's and to tuned choices (tuning measures power-of-two M buckets up to 256, where no
@@ -53,7 +62,7 @@ int fit_token_tile(int id, int64_t m);
 // The data-parallel decode tactic for m tokens over `rows` weight rows of depth k, or -1 when
 // stream-K is the better decomposition (too few CTAs to fill the GPU).
 // (w4a4: A is NVFP4; from 3 tokens on it takes the fragment-order tiles, whose arrangement kernel decodes A.)
-int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w4a4 = false);
+int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w4a4 = false, bool rich = false);
 
 // Warps per row block of the dp decode kernel (decode_host.cu) from K alone: the largest power of
 // two <= k_chunks / 8 within [1, 8], so that each warp streams >= ~8 chunks (two load groups).

@@ -168,7 +168,7 @@ Status tune_gemm(const std::vector<GemmShape>& shapes, const std::vector<int64_t
       p.d_dtype = d_dtype;
       TuneResult r;
       r.key = TuneKey{"gemm", opt.a_dtype, d_dtype, s.n, s.k, b};
-      r.heuristic_tactic = gemm_impl::heuristic_tactic(p, dev.sm_count);
+      r.heuristic_tactic = gemm_impl::heuristic_tactic(p, dev.sm_count, gemm_impl::device_hbm_rich());
       std::vector<int> tactics = opt.tactics;
       if (!tactics.empty() && std::find(tactics.begin(), tactics.end(), r.heuristic_tactic) == tactics.end())
         tactics.push_back(r.heuristic_tactic);

@@ -29,6 +29,51 @@ TEST(WgmmaSplitK, OneWaveOfUnitsWithLongEnoughRanges) {
   EXPECT_EQ(wgmma_k_splits(16, 64, kSms), 8);
 }
 
+// HBM-rich devices (H200: more DRAM bytes per SM than the H100) change a few small-M choices,
+// each measured on the H200 (session 19, tactic sweep); every other point keeps the H100 rules.
+TEST(GemmHeuristic, HbmRichDeviceRules) {
+  EXPECT_TRUE(hbm_rich(4915.0, 132));    // H200: 6144-bit bus at 3.2 GHz, 37 GB/s per SM
+  EXPECT_FALSE(hbm_rich(3352.0, 132));   // H100 SXM: 25 GB/s per SM
+  EXPECT_FALSE(hbm_rich(2039.0, 114));   // H100 PCIe
+  EXPECT_FALSE(hbm_rich(0.0, 132));      // unknown bandwidth: the H100 rules
+  EXPECT_FALSE(hbm_rich(4915.0, 0));
+  auto pick_on = [](bool rich, int64_t m, int64_t n, int64_t k, bool w4a4) {
+    GemmParams p;
+    p.m = m, p.n = n, p.k = k;
+    if (w4a4) p.a_dtype = DType::kE2M1x2;
+    const Tactic* t = find_tactic(heuristic_tactic(p, kSms, rich));
+    return t ? t->name : std::string("none");
+  };
+  for (bool w4a4 : {false, true}) {
+    // 1..2 tokens with long warp K ranges (8192x28672): the rolling 16-row tile.
+    EXPECT_EQ(pick_on(false, 1, 8192, 28672, w4a4), "decode_dp_m8_r32_u4");
+    EXPECT_EQ(pick_on(true, 1, 8192, 28672, w4a4), "decode_dpr_m8_r16_u4");
+    EXPECT_EQ(pick_on(true, 2, 8192, 28672, w4a4), "decode_dpr_m8_r16_u4");
+    // Points the rich rules leave alone.
+    EXPECT_EQ(pick_on(true, 1, 4096, 14336, w4a4), pick_on(false, 1, 4096, 14336, w4a4));
+    EXPECT_EQ(pick_on(true, 1, 6144, 4096, w4a4), pick_on(false, 1, 6144, 4096, w4a4));
+    EXPECT_EQ(pick_on(true, 8, 8192, 28672, w4a4), pick_on(false, 8, 8192, 28672, w4a4));
+    EXPECT_EQ(pick_on(true, 16, 4096, 14336, w4a4), pick_on(false, 16, 4096, 14336, w4a4));
+    EXPECT_EQ(pick_on(true, 64, 8192, 28672, w4a4), pick_on(false, 64, 8192, 28672, w4a4));
+  }
+  // W4A16 8192x8192-like layers: the 32-row ring tile from 1 token on (H100: from 4).
+  for (int64_t m : {1, 2, 3}) {
+    EXPECT_EQ(pick_on(false, m, 8192, 8192, false), "decode_dpr_m8_r16_u4");
+    EXPECT_EQ(pick_on(true, m, 8192, 8192, false), "decode_dpfr_m8_r32_u4");
+  }
+  EXPECT_EQ(pick_on(true, 2, 8192, 8192, true), pick_on(false, 2, 8192, 8192, true));  // (W4A4: no ring)
+  // W4A4 gate_up-like layers (one warp per 16-row block) at 1..2 tokens: the rolling 32-row tile.
+  EXPECT_EQ(pick_on(false, 1, 28672, 4096, true), "decode_dpr_m8_r16_u4");
+  EXPECT_EQ(pick_on(true, 1, 28672, 4096, true), "decode_dpr_m8_r32_u4");
+  EXPECT_EQ(pick_on(true, 2, 28672, 4096, true), "decode_dpr_m8_r32_u4");
+  EXPECT_EQ(pick_on(true, 1, 28672, 4096, false), "decode_dpr_m8_r16_u4");  // (W4A16 keeps it)
+  // W4A4 9..16 tokens with long warp K ranges: rolling 4-chunk groups.
+  EXPECT_EQ(pick_on(false, 12, 8192, 28672, true), "decode_dpf_m16_r32_u2");
+  EXPECT_EQ(pick_on(true, 12, 8192, 28672, true), "decode_dpfr_m16_r32_u4");
+  EXPECT_EQ(pick_on(true, 16, 8192, 28672, true), "decode_dpfr_m16_r32_u4");
+  EXPECT_EQ(pick_on(true, 16, 8192, 8192, true), "decode_dpf_m16_r32_u2");  // (16-chunk ranges)
+}
+
 TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   // M <= 8: data-parallel decode; 32-row blocks while their CTAs cover the SMs.
   EXPECT_EQ(pick(1, 8192, 28672), "decode_dp_m8_r32_u4");  // 16-row blocks: 112 chunks per warp
