@@ -256,19 +256,25 @@ if [ "$BENCH" = acceptance ] && [ -x "$cli" ]; then
     "gemm_mid|bench gemm --shapes all --m 24,32,48,64,96,128,192,256,384,512,1024,1536 --mode both --graph --pdl --target-ms ${ACC_TARGET_MS:-30}"
     "moe_large|bench moe --preset all --t 4096 --mode both --no-reduced-check --target-ms ${ACC_TARGET_MS:-30}"
   )
+  acc_csvs=()  # only this check's CSVs are judged (a skipped step leaves none behind)
   for entry in "${acc_runs[@]}"; do
     name=${entry%%|*}
     read -r -a cmd <<< "${entry#*|}"
     [ -n "${ACC_ONLY:-}" ] && [[ ",$ACC_ONLY," != *",$name,"* ]] && continue
+    rm -f "$OUT/accept_$name.csv"
     say; say "== fp4kit ${cmd[*]}"
     run_step "acc_$name" "$BENCH_TIMEOUT" "$OUT/accept_$name.log" "$cli" "${cmd[@]}" --csv --output "$OUT/accept_$name.csv"
     [ "$step_rc" -eq -1 ] && continue
+    [ -f "$OUT/accept_$name.csv" ] && acc_csvs+=("$OUT/accept_$name.csv")
     grep -E '^(summary|checks|RESULT|  )' "$OUT/accept_$name.log" | grep -vE '^  *[0-9]' | head -n 40
     if [ "$step_rc" -eq 0 ]; then summary+=("acc_$name|ok|${step_s} s"); else
       failed=1; summary+=("acc_$name|FAILED|exit $step_rc$([ "$step_timed_out" = 1 ] && echo ' (timeout)'), ${step_s} s"); fi
   done
-  if ls "$OUT"/accept_*.csv >/dev/null 2>&1; then
-    python3 scripts/acceptance.py "$OUT"/accept_*.csv > "$OUT/acceptance.txt" 2>&1
+  if [ ${#acc_csvs[@]} -gt 0 ]; then
+    if ! python3 scripts/acceptance.py "${acc_csvs[@]}" > "$OUT/acceptance.txt" 2>&1; then
+      failed=1
+      summary+=("acceptance|FAILED|scripts/acceptance.py: $(tail -n 1 "$OUT/acceptance.txt" | cut -c1-100)")
+    fi
     while read -r line; do bench_lines+=("$line"); done < <(grep -E '^(acceptance:|  #[57] [a-c]:)' "$OUT/acceptance.txt")
   fi
 elif [ "$BENCH" != none ] && [ -x "$cli" ]; then

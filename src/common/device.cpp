@@ -37,7 +37,8 @@ const DeviceInfo& device_info() {
     if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess &&
         cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess)
       d.dram_peak_gbps = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9;
-    cudaGetLastError();
+    else
+      cudaGetLastError();  // clear only our own failed query (the caller's pending errors stay)
     return d;
   }();
   return info;

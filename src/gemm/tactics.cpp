@@ -259,8 +259,10 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
     // HBM-rich devices (H200): W4A4 with long warp K ranges takes the rolling 4-chunk groups too
     // (session 19 run 3, forced, graph us, 8192x28672 M = 12 / 16: 44.49 / 45.04 vs 46.58 / 46.49 for
     // the 2-chunk groups; 8192x8192's 16-chunk ranges keep them).
-    const bool rich_roll = rich && w4a4 && chunks_per_warp(32) > 32;
-    const bool u4 = ctas * 10 < slots * 9 || ring_roll16(kw32) || rich_roll;
+    // (Only where the full wave would take 2-chunk groups: grids short of a wave keep their rule.)
+    const bool short_wave = ctas * 10 < slots * 9;
+    const bool rich_roll = rich && w4a4 && passes == 1 && !short_wave && chunks_per_warp(32) > 32;
+    const bool u4 = short_wave || ring_roll16(kw32) || rich_roll;
     return u4 ? decode_dpf_id(2, 2, 4, decode_roll(2, 2, chunks_per_warp(32)) || ring_roll16(kw32) || rich_roll)
               : decode_dpf_id(2, 2, 2);
   }
@@ -333,11 +335,12 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // HBM-rich devices (H200), 1..2 tokens (session 19 run 3, forced, graph us): W4A4 where the 16-row
   // tile's warps each take whole row blocks (kw = 1, gate_up) takes the rolling 32-row tile, whose two
   // row tiles share each decoded activation fragment (gate_up M = 1 / 2: 19.61 / 21.08 vs 20.59 / 21.83
-  // for the rolling 16-row tile); and the rolling 16-row tile also with long warp K ranges (8192x28672,
+  // for the rolling 16-row tile; only where that tile fits one wave with <= 64 chunks per warp, as
+  // there); and the rolling 16-row tile also with long warp K ranges (8192x28672,
   // 112 chunks per warp: W4A16 M = 1 / 2 34.62 / 35.21 vs 35.64 / 35.93 for the plain 32-row tile, W4A4
   // 36.94 / 38.08 vs 38.44 / 38.74).
   if (rich && m <= 2) {
-    if (w4a4 && r32 && kw16 == 1) return decode_dp_id(1, 2, 4, true);
+    if (w4a4 && r32 && kw16 == 1 && rolling_r16_fits(64)) return decode_dp_id(1, 2, 4, true);
     if (rolling_r16_fits(INT64_MAX)) return decode_dp_id(1, 1, 4, true);
   }
   if (m <= 4 && rolling_r16_fits(m <= 2 ? 64 : 32)) return decode_dp_id(1, 1, 4, true);

@@ -44,10 +44,11 @@ Status launch(const Tactic& t, const GemmParams& p, void* workspace, size_t work
 int64_t wgmma_k_splits(int64_t tiles, int64_t k_chunks, int sms);
 
 // A device with at least this much peak DRAM bandwidth per SM (GB/s) is "HBM-rich" for the small-M
-// heuristic: H200 (4.9 TB/s / 132 SMs = 37) is, H100 SXM (3.35 TB/s, 25) and PCIe (2.0, 18) are not.
+// heuristic: H200 (4.8 TB/s / 132 SMs = 36.5) is, H100 SXM (3.35 TB/s, 25), NVL (3.9 TB/s, 30) and
+// PCIe (2.0, 18) are not.
 // Such a device needs more weight bytes in flight per SM, and on the H200 the rolling and ring
 // tiles win at points where the H100 measured otherwise (decode_dp_heuristic, docs/GEMM.md "H200").
-constexpr double kHbmRichGbpsPerSm = 31.0;
+constexpr double kHbmRichGbpsPerSm = 33.0;
 bool hbm_rich(double dram_peak_gbps, int sm_count);
 // hbm_rich() of the current device (device_info()); FP4KIT_HBM_RICH=0 or 1 overrides it (A/B runs).
 bool device_hbm_rich();

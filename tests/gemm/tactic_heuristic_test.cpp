@@ -55,6 +55,7 @@ TEST(GemmHeuristic, HbmRichDeviceRules) {
     EXPECT_EQ(pick_on(true, 8, 8192, 28672, w4a4), pick_on(false, 8, 8192, 28672, w4a4));
     EXPECT_EQ(pick_on(true, 16, 4096, 14336, w4a4), pick_on(false, 16, 4096, 14336, w4a4));
     EXPECT_EQ(pick_on(true, 64, 8192, 28672, w4a4), pick_on(false, 64, 8192, 28672, w4a4));
+    EXPECT_EQ(pick_on(true, 3, 8192, 28672, w4a4), pick_on(false, 3, 8192, 28672, w4a4));  // (1..2 tokens only)
   }
   // W4A16 8192x8192-like layers: the 32-row ring tile from 1 token on (H100: from 4).
   for (int64_t m : {1, 2, 3}) {
@@ -67,11 +68,18 @@ TEST(GemmHeuristic, HbmRichDeviceRules) {
   EXPECT_EQ(pick_on(true, 1, 28672, 4096, true), "decode_dpr_m8_r32_u4");
   EXPECT_EQ(pick_on(true, 2, 28672, 4096, true), "decode_dpr_m8_r32_u4");
   EXPECT_EQ(pick_on(true, 1, 28672, 4096, false), "decode_dpr_m8_r16_u4");  // (W4A16 keeps it)
+  EXPECT_EQ(pick_on(true, 1, 131072, 4096, true), pick_on(false, 1, 131072, 4096, true));  // (> 1 wave: unmeasured)
   // W4A4 9..16 tokens with long warp K ranges: rolling 4-chunk groups.
   EXPECT_EQ(pick_on(false, 12, 8192, 28672, true), "decode_dpf_m16_r32_u2");
   EXPECT_EQ(pick_on(true, 12, 8192, 28672, true), "decode_dpfr_m16_r32_u4");
   EXPECT_EQ(pick_on(true, 16, 8192, 28672, true), "decode_dpfr_m16_r32_u4");
   EXPECT_EQ(pick_on(true, 16, 8192, 8192, true), "decode_dpf_m16_r32_u2");  // (16-chunk ranges)
+  // ... only where the full wave would take 2-chunk groups (a short grid keeps its 4-chunk rule) and
+  // only in W4A4 (W4A16 without the rings keeps its groups).
+  EXPECT_EQ(pick_on(false, 16, 6144, 18432, true), "decode_dpf_m16_r32_u4");
+  EXPECT_EQ(pick_on(true, 16, 6144, 18432, true), "decode_dpf_m16_r32_u4");
+  EXPECT_EQ(pick_on(true, 16, 32768, 8192, false), pick_on(false, 16, 32768, 8192, false));
+  EXPECT_EQ(pick_on(true, 16, 32768, 8192, true), "decode_dpfr_m16_r32_u4");
 }
 
 TEST(GemmHeuristic, FamilyAndTileByTokenCount) {

@@ -19,6 +19,8 @@ seed.8192x28672,8192,28672,1,fp4kit.w4a16,40.00,36.00,11.7,3.3,3.2,1.7,0.8,1e-4,
 seed.8192x28672,8192,28672,2,cublas.bf16,130.00,120.00,3.6,3.6,-,0.5,0.9,-,ref,cand 0/8
 seed.8192x28672,8192,28672,2,cublas.fp8,70.00,60.00,6.7,3.4,1.8,-,0.9,-,-,cand 0/8
 seed.8192x28672,8192,28672,2,fp4kit.w4a16,42.00,39.00,11.7,3.3,3.1,1.6,0.8,1e-4,ok,49:decode_dpr_m8_r16_u4 (auto)
+seed.8192x28672,8192,28672,4,cublas.bf16,130.00,120.00,3.6,3.6,-,0.5,0.9,-,ref,cand 0/8
+seed.8192x28672,8192,28672,4,cublas.fp8,70.00,60.00,6.7,3.4,1.8,-,0.9,-,-,cand 0/8
 seed.8192x28672,8192,28672,4,fp4kit.w4a4,-,-,-,-,-,-,-,-,ERROR,-
 llama8b.o,4096,4096,1,fp4kit.w4a16,9.00,5.00,3.7,1.0,-,-,0.2,1e-4,ok,49:decode_dpr_m8_r16_u4 (auto)
 seed.8192x8192,8192,8192,64,fp4kit.w4a16,25.00,22.00,43.0,1.5,-,-,0.86,1e-4,ok,7:wgmma (auto)
@@ -70,7 +72,22 @@ class AcceptanceScript(unittest.TestCase):
         self.assertTrue(line("deepseek-v3", "w4a16", "T=4").endswith("met"))
         self.assertIn("MISSED", line("deepseek-v3", "w4a4", "T=1"))
         self.assertIn("met", line("qwen3.6-35b-a3b", "w4a16", "10.00"))
+        self.assertIn("#7 b: 1/1 points met", text)
         self.assertIn("#7 c: 1/1 points met", text)
+
+    def test_marlin_reference_is_the_largest_measured_m_below(self):
+        gemm = "\n".join(GEMM.splitlines()[:4] + [
+            "llama8b.o,4096,4096,4,fp4kit.w4a16,9.50,5.00,3.7,1.0,-,-,0.2,1e-4,ok,49:x (auto)"]) + "\n"
+        with tempfile.TemporaryDirectory() as d:
+            g, mf = os.path.join(d, "g.csv"), os.path.join(d, "marlin.txt")
+            with open(g, "w") as f:
+                f.write(gemm)
+            with open(mf, "w") as f:
+                f.write("N K M us\n4096 4096 1 9.00\n4096 4096 8 10.00\n")
+            out = subprocess.run([sys.executable, SCRIPT, "--marlin", mf, g], capture_output=True, text=True,
+                                 check=True).stdout
+        # M = 4 is judged against Marlin's M = 1 (9.00 us): 9.50 us per call is not faster.
+        self.assertIn("9.00  MISSED", out)
 
     def test_no_files_prints_usage(self):
         out = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True, check=True)
