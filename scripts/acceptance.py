@@ -84,6 +84,10 @@ def marlin_table(path):
     return t
 
 
+def fmt(v, d=2):
+    return "-" if v is None else f"{v:.{d}f}"
+
+
 def verdict(ok):
     return "met" if ok else "MISSED"
 
@@ -146,9 +150,6 @@ def gemm_report(files, marlin):
                     ok = best is not None and best >= 0.85
                     lines_c.append((shape, mode, m, t_eager, roof, roof_g, ok, tac, bad))
 
-    def fmt(v, d=2):
-        return "-" if v is None else f"{v:.{d}f}"
-
     if lines_a:
         out.append("#5 a: M <= 16, >= 32 MB layers (t = graph replay; x = cuBLASLt time / ours, same run; >= 3.0 / 1.6 / 0.85)")
         out.append(f"  {'shape':<18} {'mode':<13} {'M':>3} {'t_us':>8} {'xBF16':>6} {'xFP8':>6} {'BW':>5}  tactic  verdict")
@@ -208,9 +209,6 @@ def moe_report(files):
         if t >= 4096:
             xd = median(p["xd"])
             c.append((preset, routing, impl, t, median(p["us"]), xd, xd is not None and xd >= 0.80, bad))
-
-    def fmt(v, d=2):
-        return "-" if v is None else f"{v:.{d}f}"
 
     if a:
         out.append("#7 a: T <= 16, active weights > 64 MB: active-weight BW / copy BW (graph replay; >= 0.70)")

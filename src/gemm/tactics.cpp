@@ -314,9 +314,8 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // HBM-rich devices (H200) take that tile from 1 token on: its warps stream twice the weight bytes
   // per chunk step of the 16-row tile's (session 19 run 3, forced, graph us, 8192x8192 M = 1 / 2 / 3:
   // 11.59 / 11.63 / 11.96 vs 11.70 / 12.35 / 13.12 for the row-major rolling 16-row tile).
-  if (rich && r32_ring_over_arranged_r16) return decode_dpf_id(1, 2, 4, decode_roll(1, 2, chunks_per_warp(32)));
   if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m >= 3) || ring ||
-      (m == 4 && r32_ring_over_arranged_r16)) {
+      ((m == 4 || rich) && r32_ring_over_arranged_r16)) {
     if (r32_ring_over_arranged_r16) return decode_dpf_id(1, 2, 4, decode_roll(1, 2, chunks_per_warp(32)));
     if (rolling_r16_fits(32)) return decode_dpf_id(1, 1, 4, true);
     // (W4A16 ring with 32-row blocks: rolling also on long K ranges; session 18 runs 4-5, forced,
