@@ -8,7 +8,8 @@
 //  A  per_entry_fc1_kernel, grid (I/16, T*k), 8 warps. CTA (b, entry) with local expert e computes
 //     the 16 up rows [16b, 16b+16) and the matching gate rows [I+16b, ...) of FC1_e · x[t]: the
 //     warps split K = H into 8 contiguous chunk ranges, each streams the prepacked weights of both
-//     tiles (128-bit ld.global.nc.L1::no_allocate, 2 chunks x 2 tiles = 4 loads in flight per lane),
+//     tiles (128-bit ld.global.nc.L1::no_allocate, groups of 2 chunks x 2 tiles = 4 loads per lane;
+//     grids of one wave at 2 CTAs per SM request the next group before computing the current one),
 //     decodes them to BF16/FP16 fragments (gemm/sm90/fragment_decode.cuh) and multiplies them with
 //     mma.m16n8k16 (weights = the 16-row A operand, x[t] = every column of B; column 0 is used),
 //     FP32 accumulation. x[t] is staged once per CTA in shared memory as the FC1 input the contract
@@ -21,7 +22,8 @@
 //  B  per_entry_fc2_kernel, grid (H/16, T), 8 warps, launched with programmatic dependent launch
 //     (PDL) after A. CTA (b, t) lists the local slots of token t in j order (shared memory), splits
 //     each slot's K = I into KS contiguous ranges ("units", KS chosen per CTA to balance the 8
-//     warps) and streams W2 rows [16b, 16b+16) of each unit's expert. The weights do not depend on
+//     warps) and streams W2 rows [16b, 16b+16) of each unit's expert (groups of 8 chunks; rows of at
+//     most 12 chunks: rolling groups of 4, the next requested first). The weights do not depend on
 //     A, so every warp issues its first load group BEFORE griddepcontrol.wait (overlapping A's
 //     tail); h is read after it. Finalize, per row, in fixed order:
 //       z_j = r16((Σ_ks partial[j][ks] * 2^7) * alpha2[e_j])      (whole K sum first)
@@ -66,9 +68,10 @@ constexpr int kThreads = kWarps * 32;
 // fits 3 CTAs per SM (79 registers): its CTAs are short (K = H split over 8 warps) and latency-bound,
 // and more of them per SM hide more (H100 session 16, per-entry graph us, 4 at 2 CTAs/SM -> 2 at 3:
 // Qwen3-30B T = 1 / 2 / 4 16.00 / 22.36 / 40.15 -> 14.29 / 20.81 / 38.43, DeepSeek-V3 -2 %, W4A4 -2..-10 %;
-// fi-256 (I = 256) +0.4..+3 %).
+// fi-256 (I = 256) +0.4..+3 %). Grids of one wave at 2 CTAs per SM roll instead (per_entry.h).
 constexpr int kUA = 2;
-constexpr int kUB = 8;  // FC2: chunks per load group (one tile)
+constexpr int kUB = 8;   // FC2: chunks per load group (one tile)
+constexpr int kUBRoll = 4;  // FC2 with rolling groups (per_entry_fc2_rolls)
 constexpr int kMaxTopK = int(kPerEntryMaxTopK);
 constexpr int kMaxUnits = kMaxTopK + kWarps;  // units = n_local * KS, bounded in choose_splits
 constexpr float kDecodeMul = gemm_impl::kWeightDecodeScale;
@@ -78,6 +81,8 @@ constexpr bool kUsePdl = true;
 // W4A4: precompute the FC1 input once (per_entry_stage_x_kernel) when the per-CTA staging it saves,
 // entries x (I / 16) CTAs x H elements, reaches this (prestage_fc1_input).
 constexpr int64_t kPrestageMinWork = 640 * 1024;
+
+int sm_count() { return device_info().sm_count > 0 ? device_info().sm_count : 132; }
 
 struct PerEntryArgs {
   int tokens = 0, top_k = 0, num_experts = 0, e_begin = 0, e_local = 0;
@@ -250,8 +255,11 @@ __device__ __forceinline__ void copy_row(const uint16_t* src, uint16_t* dst, int
     reinterpret_cast<uint4*>(dst)[i] = __ldg(reinterpret_cast<const uint4*>(src) + i);
 }
 
-template <bool kBF16, GatherMode kMode>
-__global__ void __launch_bounds__(kThreads, 3) per_entry_fc1_kernel(const PerEntryArgs a) {
+// kRoll (per_entry_fc1_rolls): the next load group is requested before the current one is computed
+// (two register sets: 119 registers, 2 CTAs per SM), so no warp has nothing in flight while it
+// decodes; the plain loop requests a group only after computing the previous one, at 3 CTAs per SM.
+template <bool kBF16, GatherMode kMode, bool kRoll>
+__global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(const PerEntryArgs a) {
   using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
   extern __shared__ uint4 x_smem[];  // [H] 16-bit
   __shared__ float part[kWarps][2][16];
@@ -300,10 +308,21 @@ __global__ void __launch_bounds__(kThreads, 3) per_entry_fc1_kernel(const PerEnt
   const uint32_t* xs32 = reinterpret_cast<const uint32_t*>(x_smem);
   float acc[2][4] = {};
   for (int j = j_begin;;) {
-    compute_fc1<T, kUA>(regs, xs32, j, j_end, lane & 3, acc);
-    j += kUA;
-    if (j >= j_end) break;
-    load_fc1<kUA>(regs, codes, scales, up_tile, gate_tile, kc, j, j_end, lane);
+    if constexpr (kRoll) {
+      const int jn = j + kUA;
+      const bool more = jn < j_end;
+      Fc1Regs<kUA> next;
+      if (more) load_fc1<kUA>(next, codes, scales, up_tile, gate_tile, kc, jn, j_end, lane);
+      compute_fc1<T, kUA>(regs, xs32, j, j_end, lane & 3, acc);
+      if (!more) break;
+      regs = next;
+      j = jn;
+    } else {
+      compute_fc1<T, kUA>(regs, xs32, j, j_end, lane & 3, acc);
+      j += kUA;
+      if (j >= j_end) break;
+      load_fc1<kUA>(regs, codes, scales, up_tile, gate_tile, kc, j, j_end, lane);
+    }
   }
   if ((lane & 3) == 0) {  // column 0: c[0] = row g, c[2] = row g + 8
     const int g = lane >> 2;
@@ -401,8 +420,11 @@ __device__ __forceinline__ void compute_fc2(const Fc2Regs<U>& r, const uint16_t*
   __syncwarp();  // hs is refilled by the next group
 }
 
-template <bool kBF16>
+// kRoll (per_entry_fc2_rolls): groups of kUBRoll chunks, the next one requested before the current
+// one is computed; else groups of kUB chunks, each requested after the previous one is computed.
+template <bool kBF16, bool kRoll>
 __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEntryArgs a) {
+  constexpr int U = kRoll ? kUBRoll : kUB;
   using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
   __shared__ int slot_s[kMaxTopK];
   __shared__ int le_s[kMaxTopK];
@@ -452,14 +474,34 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
     const uint16_t* h_row = a.h + entry * a.inter;
     const int j_begin = kc * ks / splits, j_end = kc * (ks + 1) / splits;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int j = j_begin; j < j_end; j += kUB) {
-      Fc2Regs<kUB> regs;
-      load_fc2<kUB>(regs, codes, scales, tile, kc, j, j_end, lane);
+    uint32_t* hs = reinterpret_cast<uint32_t*>(h_smem[warp]);
+    if constexpr (kRoll) {
+      Fc2Regs<U> regs;
+      load_fc2<U>(regs, codes, scales, tile, kc, j_begin, j_end, lane);
       if (!waited) {  // the first weight loads are in flight: now wait for kernel A's h
         quant::pdl_wait();
         waited = true;
       }
-      compute_fc2<T, kUB>(regs, h_row, reinterpret_cast<uint32_t*>(h_smem[warp]), j, j_end, lane, acc);
+      for (int j = j_begin; j < j_end;) {
+        const int jn = j + U;
+        const bool more = jn < j_end;
+        Fc2Regs<U> next;
+        if (more) load_fc2<U>(next, codes, scales, tile, kc, jn, j_end, lane);
+        compute_fc2<T, U>(regs, h_row, hs, j, j_end, lane, acc);
+        if (!more) break;
+        regs = next;
+        j = jn;
+      }
+    } else {
+      for (int j = j_begin; j < j_end; j += U) {
+        Fc2Regs<U> regs;
+        load_fc2<U>(regs, codes, scales, tile, kc, j, j_end, lane);
+        if (!waited) {  // the first weight loads are in flight: now wait for kernel A's h
+          quant::pdl_wait();
+          waited = true;
+        }
+        compute_fc2<T, U>(regs, h_row, hs, j, j_end, lane, acc);
+      }
     }
     if ((lane & 3) == 0) {
       const int g = lane >> 2;
@@ -506,16 +548,20 @@ Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, cudaStream_t stream) {
   }
   const dim3 grid(unsigned(a.inter / 16), unsigned(a.tokens * a.top_k));
   const size_t smem = size_t(a.hidden) * 2;  // <= 32 KB (kPerEntryMaxHidden)
+  const bool roll = per_entry_fc1_rolls(int64_t(grid.x) * grid.y, sm_count());
   return detail::cuda_status(
-      quant::launch_kernel(per_entry_fc1_kernel<kBF16, kMode>, grid, dim3(kThreads), smem, stream, pdl, a),
+      quant::launch_kernel(roll ? per_entry_fc1_kernel<kBF16, kMode, true> : per_entry_fc1_kernel<kBF16, kMode, false>,
+                           grid, dim3(kThreads), smem, stream, pdl, a),
       "fused_moe: per_entry_fc1_kernel");
 }
 
 template <bool kBF16>
 Status launch_fc2(const PerEntryArgs& a, bool pdl, cudaStream_t stream) {
   const dim3 grid(unsigned(a.hidden / 16), unsigned(a.tokens));
+  const bool roll = per_entry_fc2_rolls(a.inter / 64);
   return detail::cuda_status(
-      quant::launch_kernel(per_entry_fc2_kernel<kBF16>, grid, dim3(kThreads), 0, stream, pdl, a),
+      quant::launch_kernel(roll ? per_entry_fc2_kernel<kBF16, true> : per_entry_fc2_kernel<kBF16, false>, grid,
+                           dim3(kThreads), 0, stream, pdl, a),
       "fused_moe: per_entry_fc2_kernel");
 }
 

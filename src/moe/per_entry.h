@@ -12,6 +12,20 @@ typedef struct CUstream_st* cudaStream_t;
 
 namespace fp4kit::moe_impl {
 
+// Kernel A (FC1 + SwiGLU) streams with rolling load groups at 2 CTAs per SM when its grid (I/16 x
+// T·k CTAs) fits one wave of those; else plain groups at 3 CTAs per SM, which hide more latency with
+// more, shorter CTAs. H200, rolling everywhere vs never (docs/PERF.md session 20 run 4, per-entry
+// graph us with PDL, W4A16): fi-256 T = 1 / 2 (128 / 256 CTAs) -10.9 / -7.0 %, Qwen3.6 T = 1 (256)
+// -4.9 %; Qwen3-30B T = 1 (384 CTAs) +7.7 %, DeepSeek-V3 / Mixtral (>= 1024) -1..+4 %.
+constexpr bool per_entry_fc1_rolls(int64_t ctas, int sm_count) { return ctas <= 2 * int64_t(sm_count); }
+// Kernel B (FC2 + finalize) streams rolling 4-chunk groups when each FC2 row is short (K = I of at
+// most 12 chunks of 64), else plain 8-chunk groups. Each group's h is read from L2 when it is computed:
+// with long rows twice as many groups cost more than the overlap gains (same run: Qwen3.6 / Qwen3-30B /
+// fi-256 (8 / 12 / 4 chunks) T = 1 -5.8 / -2.3 / -3.4 %; DeepSeek-V3 / Mixtral (32 / 224) +6..+7 %).
+// Both rules against neither (run 5, medians of 3, auto path): fi-256 T = 1 / 2 -12.5 / -7.8 %,
+// Qwen3.6 T = 1 -2.8 % (W4A4 -3.6 %), Qwen3-30B T = 1 -3.4 %; the presets they leave alone within +-2 %.
+constexpr bool per_entry_fc2_rolls(int64_t k_chunks) { return k_chunks <= 12; }
+
 // Runs the whole layer for T = d.tokens > 0 tokens. Assumes fused_moe's argument and workspace
 // checks passed and per_entry_supported(top_k, hidden). Workspace use: `h` is the act region of
 // the pipeline's layout (16-bit [max_tokens * top_k, max(H, I)] >= [T * top_k, I]), `header` its

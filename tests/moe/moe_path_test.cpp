@@ -10,6 +10,7 @@
 #include "fp4kit/moe.h"
 #include "moe/fused_decode.h"
 #include "moe/moe_path.h"
+#include "moe/per_entry.h"
 
 namespace {
 
@@ -187,6 +188,29 @@ TEST(MoePath, AutoRule) {
     EXPECT_EQ(moe_impl::resolve_moe_path(forced, 8, 8, 2048, 512, 256, false, 132), forced);
   EXPECT_TRUE(moe_impl::per_entry_supported(8191, 8, 2048));
   EXPECT_FALSE(moe_impl::per_entry_supported(8192, 8, 2048));  // T * k > 65535
+}
+
+// The per-entry kernels' rolling load groups (src/moe/per_entry.h), at the presets they were measured
+// on (H200, 132 SMs; docs/PERF.md session 20): kernel A's grid is I/16 x T*k CTAs, kernel B's rows are
+// I/64 chunks long.
+TEST(MoePath, PerEntryRollingRules) {
+  using moe_impl::per_entry_fc1_rolls;
+  using moe_impl::per_entry_fc2_rolls;
+  EXPECT_TRUE(per_entry_fc1_rolls(256 / 16 * 8, 132));    // fi-256 T = 1: 128 CTAs
+  EXPECT_TRUE(per_entry_fc1_rolls(256 / 16 * 16, 132));   // fi-256 T = 2
+  EXPECT_TRUE(per_entry_fc1_rolls(512 / 16 * 8, 132));    // Qwen3.6 T = 1: 256
+  EXPECT_TRUE(per_entry_fc1_rolls(264, 132));             // one wave of 2 CTAs per SM
+  EXPECT_FALSE(per_entry_fc1_rolls(265, 132));
+  EXPECT_FALSE(per_entry_fc1_rolls(512 / 16 * 16, 132));  // Qwen3.6 T = 2: 512
+  EXPECT_FALSE(per_entry_fc1_rolls(768 / 16 * 8, 132));   // Qwen3-30B T = 1: 384 (+7.7 % rolled)
+  EXPECT_FALSE(per_entry_fc1_rolls(2048 / 16 * 8, 132));  // DeepSeek-V3 T = 1: 1024
+  EXPECT_TRUE(per_entry_fc1_rolls(264, 132) && !per_entry_fc1_rolls(264, 114));  // by the SM count
+  EXPECT_TRUE(per_entry_fc2_rolls(256 / 64));     // fi-256
+  EXPECT_TRUE(per_entry_fc2_rolls(512 / 64));     // Qwen3.6
+  EXPECT_TRUE(per_entry_fc2_rolls(768 / 64));     // Qwen3-30B
+  EXPECT_FALSE(per_entry_fc2_rolls(832 / 64));    // 13 chunks
+  EXPECT_FALSE(per_entry_fc2_rolls(2048 / 64));   // DeepSeek-V3, fi-32
+  EXPECT_FALSE(per_entry_fc2_rolls(14336 / 64));  // Mixtral
 }
 
 }  // namespace
