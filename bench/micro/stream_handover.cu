@@ -13,7 +13,15 @@
 // For each mode, with and without PDL, the time per call of a graph of 20 calls over buffers of
 // 9.4 .. 132 MB (rotated past 2x L2) and the fit t = fixed + bytes / rate.
 //
-// Usage: fp4kit_micro_handover   (needs an sm_90 GPU; ~10 s)
+// Residency. This kernel needs few registers, so up to 8 of its CTAs fit an SM: with PDL the next
+// call's CTAs become resident while this call streams and have their first group in flight before
+// it ends. The GEMMs' dp CTAs (~128 registers x 256 threads) fill the register file at 2 per SM, so
+// the next call's CTAs land only as this call's exit. The "pin" rows reproduce that with dynamic
+// shared memory that lets only 2 CTAs share an SM: 2 CTAs per SM per call (the GEMMs' shape), or 1
+// CTA per SM per call (half an SM's resources: the next call's CTA fits beside it), with 2 KB or
+// 4 KB groups per warp.
+//
+// Usage: fp4kit_micro_handover   (needs an sm_90 GPU; ~20 s)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -24,10 +32,11 @@
 
 namespace {
 
-constexpr int kWarps = 8, kU = 4;            // warps per CTA; 16-byte loads per lane and group
-constexpr int64_t kGroupVecs = 32 * kU;      // 16-byte vectors per warp group (2 KB)
-constexpr int64_t kPieceVecs = 8 * kGroupVecs;  // dynamic mode: 16 KB per piece
+constexpr int kWarps = 8;                    // warps per CTA
+constexpr int64_t kPieceVecs = 8 * 32 * 4;   // dynamic mode: 16 KB per piece
 constexpr int kCalls = 20;
+// Dynamic shared memory per CTA that lets at most 2 CTAs share an SM (228 KB, 1 KB reserved per CTA).
+constexpr int kPinTwoBytes = 100 << 10;
 
 __device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -40,7 +49,8 @@ __device__ __forceinline__ uint4 load_nc(const uint4* p) {
 }
 
 // Loads the group at vector `g` (lanes interleaved: one 512-byte transaction per load); vectors at
-// or past `end` are not read.
+// or past `end` are not read. kU: 16-byte loads per lane and group.
+template <int kU>
 __device__ __forceinline__ void load_group(const uint4* src, int64_t g, int64_t end, int lane, uint4 (&v)[kU]) {
 #pragma unroll
   for (int u = 0; u < kU; ++u) {
@@ -49,6 +59,7 @@ __device__ __forceinline__ void load_group(const uint4* src, int64_t g, int64_t 
   }
 }
 
+template <int kU>
 __device__ __forceinline__ uint32_t fold(const uint4 (&v)[kU]) {
   uint32_t x = 0;
 #pragma unroll
@@ -58,8 +69,10 @@ __device__ __forceinline__ uint32_t fold(const uint4 (&v)[kU]) {
 
 // Streams [begin, end) in groups, one group in flight while the previous is consumed; `cur` holds
 // the group at `begin`, already requested.
+template <int kU>
 __device__ __forceinline__ uint32_t stream_range(const uint4* src, int64_t begin, int64_t end, int lane,
                                                  uint4 (&cur)[kU]) {
+  constexpr int64_t kGroupVecs = 32 * kU;
   uint32_t x = 0;
   for (int64_t g = begin; g < end; g += kGroupVecs) {
     uint4 nxt[kU];
@@ -71,13 +84,15 @@ __device__ __forceinline__ uint32_t stream_range(const uint4* src, int64_t begin
   return x;
 }
 
-template <bool kDynamic>
+template <bool kDynamic, int kU>
 __global__ void __launch_bounds__(kWarps * 32, 2)
     stream_kernel(const uint4* src, int64_t vecs, unsigned int* counter, uint32_t* out) {
+  constexpr int64_t kGroupVecs = 32 * kU;
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // no-op without PDL
   const int lane = threadIdx.x & 31;
   const int64_t warp = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
   const int64_t warps = int64_t(gridDim.x) * kWarps;
+  static_assert(kPieceVecs % kGroupVecs == 0, "pieces of whole groups");
   uint32_t x = 0;
   uint4 cur[kU];
   if constexpr (!kDynamic) {
@@ -115,25 +130,35 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
     }                                                                                           \
   } while (0)
 
+// One row of the table: the kernel, with or without PDL, its grid in CTAs per SM, and whether its
+// residency is pinned at 2 CTAs per SM.
+struct Mode {
+  const char* name;
+  void (*kernel)(const uint4*, int64_t, unsigned int*, uint32_t*);
+  bool dynamic, pdl;
+  int ctas_per_sm;
+  int smem;  // dynamic shared memory per CTA (kPinTwoBytes: at most 2 CTAs per SM)
+};
+
 // Median time per call (us) of a graph of kCalls launches over the rotated buffers.
-template <bool kDynamic>
-float time_per_call(const std::vector<uint4*>& bufs, int64_t vecs, bool pdl, int grid, unsigned int* counters,
+float time_per_call(const Mode& m, const std::vector<uint4*>& bufs, int64_t vecs, int sms, unsigned int* counters,
                     uint32_t* out, cudaStream_t s) {
   cudaGraph_t graph;
   CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  if (kDynamic) CHECK(cudaMemsetAsync(counters, 0, kCalls * sizeof(unsigned int), s));
+  if (m.dynamic) CHECK(cudaMemsetAsync(counters, 0, kCalls * sizeof(unsigned int), s));
   for (int c = 0; c < kCalls; ++c) {
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(grid);
+    cfg.gridDim = dim3(m.ctas_per_sm * sms);
     cfg.blockDim = dim3(kWarps * 32);
+    cfg.dynamicSmemBytes = size_t(m.smem);
     cfg.stream = s;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = &attr;
-    cfg.numAttrs = pdl ? 1 : 0;
+    cfg.numAttrs = m.pdl ? 1 : 0;
     const uint4* src = bufs[c % bufs.size()];
-    CHECK(cudaLaunchKernelEx(&cfg, stream_kernel<kDynamic>, src, vecs, counters + c, out));
+    CHECK(cudaLaunchKernelEx(&cfg, m.kernel, src, vecs, counters + c, out));
   }
   CHECK(cudaStreamEndCapture(s, &graph));
   cudaGraphExec_t exec;
@@ -181,17 +206,38 @@ int main() {
   CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
   cudaStream_t s;
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const int grid = 2 * sms;
+  const Mode modes[] = {
+      {"static PDL", stream_kernel<false, 4>, false, true, 2, 0},
+      {"static", stream_kernel<false, 4>, false, false, 2, 0},
+      {"dynamic PDL", stream_kernel<true, 4>, true, true, 2, 0},
+      {"dynamic", stream_kernel<true, 4>, true, false, 2, 0},
+      {"pin2 2/SM PDL", stream_kernel<false, 4>, false, true, 2, kPinTwoBytes},
+      {"pin2 1/SM PDL", stream_kernel<false, 4>, false, true, 1, kPinTwoBytes},
+      {"pin2 1/SM u8 PDL", stream_kernel<false, 8>, false, true, 1, kPinTwoBytes},
+  };
+  constexpr int kModes = sizeof(modes) / sizeof(modes[0]);
+  const int max_ctas = 4 * sms;  // the largest grid of the table
   unsigned int* counters = nullptr;
   uint32_t* out = nullptr;
   CHECK(cudaMalloc(&counters, kCalls * sizeof(unsigned int)));
-  CHECK(cudaMalloc(&out, size_t(grid) * kWarps * sizeof(uint32_t)));
+  CHECK(cudaMalloc(&out, size_t(max_ctas) * kWarps * sizeof(uint32_t)));
+  std::printf("# %d SMs, L2 %d MB, CTAs of %d warps, graph of %d calls, median us per call (TB/s read)\n", sms,
+              l2 >> 20, kWarps, kCalls);
+  for (const Mode& m : modes) {
+    if (m.smem > 0)
+      CHECK(cudaFuncSetAttribute(m.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, m.smem));
+    int resident = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, m.kernel, kWarps * 32, size_t(m.smem)));
+    cudaFuncAttributes fa{};
+    CHECK(cudaFuncGetAttributes(&fa, m.kernel));
+    std::printf("# %-18s grid %d CTAs per SM, %d registers, at most %d resident per SM\n", m.name, m.ctas_per_sm,
+                fa.numRegs, resident);
+  }
   const double sizes_mb[] = {9.4, 18.9, 37.7, 75.5, 132.1};
-  const char* names[] = {"static, PDL", "static, no PDL", "dynamic, PDL", "dynamic, no PDL"};
-  std::vector<std::pair<double, float>> pts[4];
-  std::printf("# %d SMs, L2 %d MB, grid %d CTAs x %d warps, graph of %d calls, median per call (us)\n", sms,
-              l2 >> 20, grid, kWarps, kCalls);
-  std::printf("%8s %14s %14s %14s %14s\n", "MB", names[0], names[1], names[2], names[3]);
+  std::vector<std::pair<double, float>> pts[kModes];
+  std::printf("%8s", "MB");
+  for (const Mode& m : modes) std::printf(" %18s", m.name);
+  std::printf("\n");
   for (double mb : sizes_mb) {
     const int64_t vecs = int64_t(mb * 1e6) / 16;
     const int rot = std::max(2, int(2.0 * l2 / (mb * 1e6)) + 1);
@@ -201,26 +247,23 @@ int main() {
       fill_kernel<<<4 * sms, 256, 0, s>>>(bufs[r], vecs, 0x1234u + r);
     }
     CHECK(cudaStreamSynchronize(s));
-    const float t[4] = {time_per_call<false>(bufs, vecs, true, grid, counters, out, s),
-                        time_per_call<false>(bufs, vecs, false, grid, counters, out, s),
-                        time_per_call<true>(bufs, vecs, true, grid, counters, out, s),
-                        time_per_call<true>(bufs, vecs, false, grid, counters, out, s)};
     std::printf("%8.1f", mb);
-    for (int i = 0; i < 4; ++i) {
-      std::printf(" %8.2f (%.2f)", t[i], mb * 1e-6 / (t[i] * 1e-6));  // (TB/s read)
-      pts[i].push_back({mb, t[i]});
+    for (int i = 0; i < kModes; ++i) {
+      const float t = time_per_call(modes[i], bufs, vecs, sms, counters, out, s);
+      std::printf("      %6.2f (%.2f)", t, mb * 1e-6 / (t * 1e-6));
+      pts[i].push_back({mb, t});
     }
     std::printf("\n");
     for (uint4* b : bufs) CHECK(cudaFree(b));
   }
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < kModes; ++i) {
     double mx = 0, my = 0;
     for (auto& p : pts[i]) mx += p.first, my += p.second;
     mx /= pts[i].size(), my /= pts[i].size();
     double sxy = 0, sxx = 0;
     for (auto& p : pts[i]) sxy += (p.first - mx) * (p.second - my), sxx += (p.first - mx) * (p.first - mx);
     const double slope = sxy / sxx;  // us per MB
-    std::printf("fit %-16s fixed %.2f us per call, rate %.3f TB/s\n", names[i], my - slope * mx, 1.0 / slope);
+    std::printf("fit %-18s fixed %.2f us per call, rate %.3f TB/s\n", modes[i].name, my - slope * mx, 1.0 / slope);
   }
   CHECK(cudaFree(counters));
   CHECK(cudaFree(out));
