@@ -9,6 +9,7 @@
 #include "fp4kit/gemm.h"
 #include "gemm/families.h"
 #include "gemm/prepacked_layout.h"
+#include "gemm/tactics.h"  // device_hbm_rich
 
 namespace fp4kit::gemm_impl {
 namespace {
@@ -87,7 +88,9 @@ const GroupedTactic* grouped_gemm_tactic(int id) { return id >= 0 && id < kTacti
 // Rows per active group decide the family, as M does for the dense GEMM: up to 16 rows the
 // decode kernels stream each group's weights once per 8..32-row token tile; beyond that the wgmma
 // tiles reuse the weights across up to 256 rows. (Measured choices: docs/MOE.md.)
-int grouped_gemm_default_tactic(const GroupedGemmParams& p) {
+int grouped_gemm_default_tactic(const GroupedGemmParams& p) { return grouped_gemm_default_tactic(p, device_hbm_rich()); }
+
+int grouped_gemm_default_tactic(const GroupedGemmParams& p, bool rich) {
   const int64_t active = std::max<int64_t>(1, std::min(p.groups, p.max_rows));
   const int64_t mean_rows = (p.max_rows + active - 1) / active;
   const int64_t max_rows = std::max<int64_t>(1, std::min(p.max_group_rows > 0 ? p.max_group_rows : p.max_rows, p.max_rows));
@@ -110,6 +113,12 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p) {
     // 4 rows per group (Mixtral T = 16) +1.7 %: only up to 3. Auto path (run 203): fi-256 T = 4
     // 57.2 -> 55.1 (W4A4 55.5 -> 53.3), Mixtral T = 2..8 -1.5..-2.4 %, DeepSeek-V3 pipeline -2..-6.5 %.
     const bool roll = p.k >= 4096 && !p.groups_ready && mean_rows <= 3;
+    // HBM-rich devices (H200): groups of >= 64 Mi weights (Mixtral's FC1, 28672 x 4096) with at least
+    // 8 rows in all take stream-K over warps (one persistent wave of equal warp ranges) instead of the
+    // dp blocks (thousands of short CTAs). Session 20 runs 7-8 (H200, pipeline path, FC1 forced, graph
+    // us): Mixtral T = 4 / 8 / 16 / 32 -5.6 / -6.0 / -11.6 / -2.9 % (T = 16 268.8 -> 237.7); not at
+    // 4 rows (T = 2: +5.1 %), nor for the 29 Mi-weight FC1 of DeepSeek-V3 / fi-32 (-8..+19 % by T).
+    if (rich && mean_rows <= 8 && p.max_rows >= 8 && p.n * p.k >= (int64_t(1) << 26)) return 1;
     if (mean_rows <= 8) return !big && few ? 8 : roll ? 14 : 9;  // dp, 16- or 32-row blocks
     // 9..16 rows (few large experts: Mixtral, fi-32 at T = 48 / 64; session 4): dp with 16-token
     // tiles at 12 rows per expert (Mixtral 546 -> 488 us, fi-32 997 -> 508 against stream-K id 2),

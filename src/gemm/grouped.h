@@ -76,8 +76,10 @@ struct GroupedTactic {
 // Every grouped tactic (for the MoE autotuner); ids are dense from 0.
 int grouped_gemm_tactic_count();
 const GroupedTactic* grouped_gemm_tactic(int id);
-// The heuristic's tactic for this problem (uses max_rows / groups and max_group_rows).
+// The heuristic's tactic for this problem (uses max_rows / groups and max_group_rows), for this
+// device (`rich`: gemm_impl::device_hbm_rich(), tactics.h), or for either kind of device.
 int grouped_gemm_default_tactic(const GroupedGemmParams& p);
+int grouped_gemm_default_tactic(const GroupedGemmParams& p, bool rich);
 
 Status grouped_gemm_can_implement(const GroupedGemmParams& p);   // validates p and its tactic
 size_t grouped_gemm_workspace_bytes(const GroupedGemmParams& p);

@@ -347,6 +347,34 @@ TEST(GroupedHeuristic, TileByRowsPerExpert) {
   EXPECT_EQ(pick_grouped(8, 2048, 2, 28672, 4096), "grouped_wgmma_128x256_s4");   // Mixtral, 512 rows
 }
 
+// HBM-rich devices (H200, session 20): the groups of >= 64 Mi weights (Mixtral's FC1) with 8..64
+// rows in all and at most 8 per group stream-K over warps; everything else as on the H100.
+TEST(GroupedHeuristic, HbmRichLargeExperts) {
+  auto pick = [](int64_t experts, int64_t tokens, int64_t top_k, int64_t n, int64_t k, bool rich) {
+    GroupedGemmParams p;
+    p.groups = experts;
+    p.max_rows = tokens * top_k;
+    p.max_group_rows = tokens;
+    p.n = n;
+    p.k = k;
+    return std::string(grouped_gemm_tactic(grouped_gemm_default_tactic(p, rich))->name);
+  };
+  for (int64_t t : {4, 8, 16, 32}) {  // Mixtral FC1
+    EXPECT_EQ(pick(8, t, 2, 28672, 4096, true), "grouped_decode_m8_r32_u4") << "T = " << t;
+    EXPECT_NE(pick(8, t, 2, 28672, 4096, false), "grouped_decode_m8_r32_u4") << "T = " << t;
+  }
+  EXPECT_EQ(pick(8, 2, 2, 28672, 4096, true), pick(8, 2, 2, 28672, 4096, false));      // 4 rows: +5 %
+  EXPECT_EQ(pick(8, 64, 2, 28672, 4096, true), "grouped_wgmma_128x64_s6");              // 16 rows per group
+  EXPECT_EQ(pick(8, 16, 2, 4096, 14336, true), pick(8, 16, 2, 4096, 14336, false));     // Mixtral FC2
+  EXPECT_EQ(pick(256, 2, 8, 4096, 7168, true), pick(256, 2, 8, 4096, 7168, false));     // DeepSeek-V3 FC1
+  EXPECT_EQ(pick(32, 8, 8, 4096, 7168, true), pick(32, 8, 8, 4096, 7168, false));       // fi-32 FC1
+  EXPECT_EQ(pick(256, 8, 8, 1024, 2048, true), "grouped_decode_dp_m8_r32_u4");          // Qwen3.6 FC1
+  // The one-argument form follows the device: no GPU here (and FP4KIT_HBM_RICH unset) is not rich.
+  GroupedGemmParams p;
+  p.groups = 8, p.max_rows = 32, p.max_group_rows = 16, p.n = 28672, p.k = 4096;
+  EXPECT_EQ(grouped_gemm_default_tactic(p), grouped_gemm_default_tactic(p, device_hbm_rich()));
+}
+
 // Tuned choices (power-of-two buckets) are narrowed the same way (gemm.cpp, choose()).
 TEST(GemmHeuristic, FitTokenTileNarrowsOnlyWhereATileFits) {
   auto name = [](int id) { return find_tactic(id)->name; };
