@@ -189,15 +189,18 @@ __device__ __forceinline__ void compute_fc1(const Fc1Regs<U>& r, const uint32_t*
 }
 
 // x[t] -> shared memory as the FC1 input of the contract (16-bit), 16 elements per thread and step.
+// The CTA does trips part, part + parts, ... of kThreads threads (per_entry_stage_x_kernel spreads
+// a row's trips over CTAs; kernel A stages whole rows: part 0 of 1).
 template <bool kBF16, GatherMode kMode>
-__device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, uint16_t* xs) {
+__device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, uint16_t* xs, int part = 0,
+                                        int parts = 1) {
   const int blocks = a.hidden / 16;
   if constexpr (kMode == GatherMode::kQuantize) {
     // Two threads per block, 8 elements each (their amax meets in one shuffle): half the dependent
     // chain of one thread per block, and every thread busy (H100 session 6).
     const float gs = a.fc1_act_global[a.per_expert ? le : 0];
     const uint16_t* src = static_cast<const uint16_t*>(a.input) + int64_t(t) * a.hidden;
-    for (int h0 = 0; h0 < 2 * blocks; h0 += kThreads) {  // the same trip count for every thread
+    for (int h0 = part * kThreads; h0 < 2 * blocks; h0 += parts * kThreads) {  // the same trips for every thread
       const int h = h0 + int(threadIdx.x);
       const bool live = h < 2 * blocks;
       float x[8] = {};
@@ -206,7 +209,7 @@ __device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, ui
       if (live) *reinterpret_cast<uint4*>(xs + h * 8) = pack8<kBF16>(x);
     }
   } else {
-    for (int cb = threadIdx.x; cb < blocks; cb += kThreads) {
+    for (int cb = part * kThreads + int(threadIdx.x); cb < blocks; cb += parts * kThreads) {
       uint16_t* dst = xs + cb * 16;
       if constexpr (kMode == GatherMode::kCopy) {
         const uint4* src =
@@ -234,6 +237,9 @@ __device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, ui
 // 100.2, Mixtral (H 4096) 109.1 -> 95.1; session 6 (two threads per block): Qwen3-30B (H 2048,
 // I 768) T = 1 20.8 -> 20.3, T = 2 30.4 -> 28.1, Qwen3.6 (I 512) T = 2 22.8 -> 22.1, but T = 1
 // 15.6 -> 15.8 (8 x 32 CTAs x 2048: the extra launch costs more than the staging it saves).
+// Each row's trips of kThreads threads go to as many CTAs (blockIdx.y), one trip each: with
+// one CTA per row the trips ran one after another, a dependent chain each (H200 ncu, T = 1, one CTA:
+// DeepSeek-V3 (H 7168, 4 trips) 7.1 us, Mixtral (H 4096, 2 trips) 4.35 us, while kernel A waited).
 template <bool kBF16, GatherMode kMode>
 __global__ void __launch_bounds__(kThreads) per_entry_stage_x_kernel(const PerEntryArgs a, uint16_t* xq) {
   quant::pdl_wait();  // first kernel of the layer with MoeParams::enable_pdl (a no-op otherwise)
@@ -246,7 +252,7 @@ __global__ void __launch_bounds__(kThreads) per_entry_stage_x_kernel(const PerEn
     le = local_expert(a, __ldg(a.selected + r));
     if (le < 0) return;
   }
-  stage_x<kBF16, kMode>(a, t, le, xq + int64_t(r) * a.hidden);
+  stage_x<kBF16, kMode>(a, t, le, xq + int64_t(r) * a.hidden, int(blockIdx.y), int(gridDim.y));
 }
 
 // Copies one 16-bit row of H elements (16-byte aligned) into shared memory.
@@ -537,8 +543,11 @@ Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, cudaStream_t stream) {
     const int64_t staging = int64_t(a.tokens) * a.top_k * (a.inter / 16) * a.hidden;
     if (staging >= kPrestageMinWork) {
       const int rows = a.per_expert ? a.tokens * a.top_k : a.tokens;
-      FP4KIT_CUDA_RETURN(quant::launch_kernel(per_entry_stage_x_kernel<kBF16, kMode>, dim3(unsigned(rows)),
-                                              dim3(kThreads), 0, stream, pdl, a, xq),
+      // Trips of kThreads threads per row: 8 elements per thread when quantizing, 16 when decoding.
+      const int trips = int((a.hidden / (kMode == GatherMode::kQuantize ? 8 : 16) + kThreads - 1) / kThreads);
+      FP4KIT_CUDA_RETURN(quant::launch_kernel(per_entry_stage_x_kernel<kBF16, kMode>,
+                                              dim3(unsigned(rows), unsigned(trips)), dim3(kThreads), 0, stream, pdl,
+                                              a, xq),
                          "fused_moe: per_entry_stage_x_kernel");
       a.xq = xq;
       // A behind the staging kernel: launched early (PDL), it streams its first weights before it
