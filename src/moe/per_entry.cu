@@ -362,10 +362,11 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
 }
 
 // ---- kernel B: FC2 + finalize per token ---------------------------------------------------------------
-template <int U>
+// U chunks of R row tiles (a kernel-B CTA covers 16 R rows of W2).
+template <int U, int R>
 struct Fc2Regs {
-  uint4 codes[U];
-  uint2 scales[U];
+  uint4 codes[U][R];
+  uint2 scales[U][R];
 };
 
 // K splits per local slot: the fewest load rounds of the slowest warp (ties: fewer splits).
@@ -383,26 +384,30 @@ __device__ __forceinline__ int choose_splits(int n_local, int kc) {
   return best;
 }
 
-template <int U>
-__device__ __forceinline__ void load_fc2(Fc2Regs<U>& r, const uint4* codes, const uint2* scales, int64_t tile, int kc,
-                                         int j0, int j_end, int lane) {
+// Chunks [j0, j0 + U) (those before j_end) of row tiles tile0 .. tile0 + R - 1.
+template <int U, int R>
+__device__ __forceinline__ void load_fc2(Fc2Regs<U, R>& r, const uint4* codes, const uint2* scales, int64_t tile0,
+                                         int kc, int j0, int j_end, int lane) {
   const int g = lane >> 2;
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const int j = j0 + u;
     const bool valid = j < j_end;
-    const int64_t chunk = tile * kc + j;
-    r.codes[u] = valid ? load_stream_u4(codes + chunk * 32 + lane) : make_uint4(0, 0, 0, 0);
-    r.scales[u] = valid ? load_stream_u2(scales + chunk * 8 + g) : make_uint2(0, 0);
+#pragma unroll
+    for (int t = 0; t < R; ++t) {
+      const int64_t chunk = (tile0 + t) * kc + j;
+      r.codes[u][t] = valid ? load_stream_u4(codes + chunk * 32 + lane) : make_uint4(0, 0, 0, 0);
+      r.scales[u][t] = valid ? load_stream_u2(scales + chunk * 8 + g) : make_uint2(0, 0);
+    }
   }
 }
 
 // h is written by kernel A: read after griddepcontrol.wait, through L2 (ld.global.cg). The warp
 // first copies the group's h range (U chunks x 128 bytes, two 16-byte loads per lane: one L2 round
 // trip) to its shared-memory slice hs, then reads the B fragments from there.
-template <typename T, int U>
-__device__ __forceinline__ void compute_fc2(const Fc2Regs<U>& r, const uint16_t* h_row, uint32_t* hs, int j0,
-                                            int j_end, int lane, float (&acc)[4]) {
+template <typename T, int U, int R>
+__device__ __forceinline__ void compute_fc2(const Fc2Regs<U, R>& r, const uint16_t* h_row, uint32_t* hs, int j0,
+                                            int j_end, int lane, float (&acc)[R][4]) {
   const int vectors = min(U, j_end - j0) * 8;  // 16-byte vectors of h in this group
   const uint4* src = reinterpret_cast<const uint4*>(h_row + int64_t(j0) * 64);
   uint4* dst = reinterpret_cast<uint4*>(hs);
@@ -421,22 +426,26 @@ __device__ __forceinline__ void compute_fc2(const Fc2Regs<U>& r, const uint16_t*
       b[s][0] = hs[w0];
       b[s][1] = hs[w0 + 4];
     }
-    mma_chunk<T>(acc, r.codes[u], r.scales[u], b);
+#pragma unroll
+    for (int t = 0; t < R; ++t) mma_chunk<T>(acc[t], r.codes[u][t], r.scales[u][t], b);
   }
   __syncwarp();  // hs is refilled by the next group
 }
 
 // kRoll (per_entry_fc2_rolls): groups of kUBRoll chunks, the next one requested before the current
 // one is computed; else groups of kUB chunks, each requested after the previous one is computed.
-template <bool kBF16, bool kRoll>
+// R row tiles per CTA (per_entry_fc2_row_tiles): with 2, each warp streams both tiles against the
+// same h fragments, in groups of kUB / 2 chunks (the same registers and bytes per group).
+template <bool kBF16, bool kRoll, int R>
 __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEntryArgs a) {
-  constexpr int U = kRoll ? kUBRoll : kUB;
+  static_assert(R == 1 || (R == 2 && !kRoll), "two row tiles per CTA: plain groups");
+  constexpr int U = kRoll ? kUBRoll : kUB / R;
   using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
   __shared__ int slot_s[kMaxTopK];
   __shared__ int le_s[kMaxTopK];
   __shared__ float alpha_s[kMaxTopK], scale_s[kMaxTopK];  // alpha2[le] and final_scales[t, j] per local slot
   __shared__ int n_local_s;
-  __shared__ float part[kMaxUnits][16];
+  __shared__ float part[kMaxUnits][16 * R];
   __shared__ uint4 h_smem[kWarps][kUB * 8];  // per warp: one group's h (kUB chunks x 128 bytes)
   const int t = blockIdx.y;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -467,7 +476,7 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
   const int kc = a.inter / 64;
   const int splits = n_local > 0 ? choose_splits(n_local, kc) : 1;
   const int units = n_local * splits;
-  const int64_t tile = blockIdx.x;
+  const int64_t tile0 = int64_t(blockIdx.x) * R;  // first row tile of the CTA
 
   bool waited = false;
   for (int u = warp; u < units; u += kWarps) {
@@ -479,11 +488,11 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
     const uint2* scales = reinterpret_cast<const uint2*>(base + a.w2_code_bytes);
     const uint16_t* h_row = a.h + entry * a.inter;
     const int j_begin = kc * ks / splits, j_end = kc * (ks + 1) / splits;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float acc[R][4] = {};
     uint32_t* hs = reinterpret_cast<uint32_t*>(h_smem[warp]);
     if constexpr (kRoll) {
-      Fc2Regs<U> regs;
-      load_fc2<U>(regs, codes, scales, tile, kc, j_begin, j_end, lane);
+      Fc2Regs<U, R> regs;
+      load_fc2<U, R>(regs, codes, scales, tile0, kc, j_begin, j_end, lane);
       if (!waited) {  // the first weight loads are in flight: now wait for kernel A's h
         quant::pdl_wait();
         waited = true;
@@ -491,28 +500,31 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
       for (int j = j_begin; j < j_end;) {
         const int jn = j + U;
         const bool more = jn < j_end;
-        Fc2Regs<U> next;
-        if (more) load_fc2<U>(next, codes, scales, tile, kc, jn, j_end, lane);
-        compute_fc2<T, U>(regs, h_row, hs, j, j_end, lane, acc);
+        Fc2Regs<U, R> next;
+        if (more) load_fc2<U, R>(next, codes, scales, tile0, kc, jn, j_end, lane);
+        compute_fc2<T, U, R>(regs, h_row, hs, j, j_end, lane, acc);
         if (!more) break;
         regs = next;
         j = jn;
       }
     } else {
       for (int j = j_begin; j < j_end; j += U) {
-        Fc2Regs<U> regs;
-        load_fc2<U>(regs, codes, scales, tile, kc, j, j_end, lane);
+        Fc2Regs<U, R> regs;
+        load_fc2<U, R>(regs, codes, scales, tile0, kc, j, j_end, lane);
         if (!waited) {  // the first weight loads are in flight: now wait for kernel A's h
           quant::pdl_wait();
           waited = true;
         }
-        compute_fc2<T, U>(regs, h_row, hs, j, j_end, lane, acc);
+        compute_fc2<T, U, R>(regs, h_row, hs, j, j_end, lane, acc);
       }
     }
-    if ((lane & 3) == 0) {
+    if ((lane & 3) == 0) {  // column 0: c[0] = row g, c[2] = row g + 8 of each tile
       const int g = lane >> 2;
-      part[u][g] = acc[0];
-      part[u][g + 8] = acc[2];
+#pragma unroll
+      for (int tt = 0; tt < R; ++tt) {
+        part[u][16 * tt + g] = acc[tt][0];
+        part[u][16 * tt + g + 8] = acc[tt][2];
+      }
     }
   }
   if (!waited) quant::pdl_wait();
@@ -521,7 +533,7 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
     scale_s[pos] = scale_r;
   }
   __syncthreads();
-  if (threadIdx.x < 16) {
+  if (threadIdx.x < 16 * R) {
     const int r = threadIdx.x;
     float acc = 0.0f;
     for (int idx = 0; idx < n_local; ++idx) {
@@ -530,7 +542,7 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
       const float zr = act_to_float<kBF16>(float_to_act<kBF16>((z * kDecodeMul) * alpha_s[idx]));
       acc = __fadd_rn(acc, __fmul_rn(scale_s[idx], zr));  // no FMA, j order, from +0 (the contract)
     }
-    a.out[int64_t(t) * a.hidden + tile * 16 + r] = uint16_t(float_to_act<kBF16>(acc));
+    a.out[int64_t(t) * a.hidden + tile0 * 16 + r] = uint16_t(float_to_act<kBF16>(acc));
   }
 }
 
@@ -566,12 +578,13 @@ Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, cudaStream_t stream) {
 
 template <bool kBF16>
 Status launch_fc2(const PerEntryArgs& a, bool pdl, cudaStream_t stream) {
-  const dim3 grid(unsigned(a.hidden / 16), unsigned(a.tokens));
   const bool roll = per_entry_fc2_rolls(a.inter / 64);
-  return detail::cuda_status(
-      quant::launch_kernel(roll ? per_entry_fc2_kernel<kBF16, true> : per_entry_fc2_kernel<kBF16, false>, grid,
-                           dim3(kThreads), 0, stream, pdl, a),
-      "fused_moe: per_entry_fc2_kernel");
+  const int r = roll ? 1 : per_entry_fc2_row_tiles(a.hidden / 16, a.tokens, sm_count());
+  const dim3 grid(unsigned(a.hidden / (16 * r)), unsigned(a.tokens));
+  auto fn = roll ? per_entry_fc2_kernel<kBF16, true, 1>
+                 : r == 2 ? per_entry_fc2_kernel<kBF16, false, 2> : per_entry_fc2_kernel<kBF16, false, 1>;
+  return detail::cuda_status(quant::launch_kernel(fn, grid, dim3(kThreads), 0, stream, pdl, a),
+                             "fused_moe: per_entry_fc2_kernel");
 }
 
 template <bool kBF16>

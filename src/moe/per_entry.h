@@ -25,6 +25,12 @@ constexpr bool per_entry_fc1_rolls(int64_t ctas, int sm_count) { return ctas <= 
 // Both rules against neither (run 5, medians of 3, auto path): fi-256 T = 1 / 2 -12.5 / -7.8 %,
 // Qwen3.6 T = 1 -2.8 % (W4A4 -3.6 %), Qwen3-30B T = 1 -3.4 %; the presets they leave alone within +-2 %.
 constexpr bool per_entry_fc2_rolls(int64_t k_chunks) { return k_chunks <= 12; }
+// Kernel B's row tiles (16 rows each) per CTA, with plain groups: 2 when one tile per CTA would take
+// more than one wave of 2 CTAs per SM (H/16 x T CTAs; DeepSeek-V3 / fi-32 at T = 1: 448 for 264
+// slots), so that the warps also share each h fragment between two tiles; else 1.
+constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int sm_count) {
+  return tiles % 2 == 0 && tiles * tokens > 2 * int64_t(sm_count) ? 2 : 1;
+}
 
 // Runs the whole layer for T = d.tokens > 0 tokens. Assumes fused_moe's argument and workspace
 // checks passed and per_entry_supported(top_k, hidden). Workspace use: `h` is the act region of

@@ -211,6 +211,12 @@ TEST(MoePath, PerEntryRollingRules) {
   EXPECT_FALSE(per_entry_fc2_rolls(832 / 64));    // 13 chunks
   EXPECT_FALSE(per_entry_fc2_rolls(2048 / 64));   // DeepSeek-V3, fi-32
   EXPECT_FALSE(per_entry_fc2_rolls(14336 / 64));  // Mixtral
+  using moe_impl::per_entry_fc2_row_tiles;          // (tiles = H / 16, T, SMs)
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 1, 132), 2);  // DeepSeek-V3 / fi-32 T = 1: 448 CTAs -> 224
+  EXPECT_EQ(per_entry_fc2_row_tiles(256, 1, 132), 1);  // Mixtral T = 1: 256 CTAs, one wave already
+  EXPECT_EQ(per_entry_fc2_row_tiles(256, 2, 132), 2);
+  EXPECT_EQ(per_entry_fc2_row_tiles(128, 2, 132), 1);  // Qwen T = 2: 256 CTAs
+  EXPECT_EQ(per_entry_fc2_row_tiles(133, 2, 132), 1);  // an odd tile count keeps one tile per CTA
 }
 
 }  // namespace
