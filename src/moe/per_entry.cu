@@ -19,11 +19,12 @@
 //       h = r16(silu(y_gate) * y_up)                (moe_device.cuh swiglu, IEEE FP32)
 //     W4A4: h is quantized with fc2_act_global (kExact) and stored decoded; -> h[entry][16b..16b+16)
 //     in the workspace. Entries whose expert is not local (or whose id is invalid) exit at once.
-//  B  per_entry_fc2_kernel, grid (H/16, T), 8 warps, launched with programmatic dependent launch
+//  B  per_entry_fc2_kernel, grid (H/(16R), T), 8 warps, launched with programmatic dependent launch
 //     (PDL) after A. CTA (b, t) lists the local slots of token t in j order (shared memory), splits
 //     each slot's K = I into KS contiguous ranges ("units", KS chosen per CTA to balance the 8
-//     warps) and streams W2 rows [16b, 16b+16) of each unit's expert (groups of 8 chunks; rows of at
-//     most 12 chunks: rolling groups of 4, the next requested first). The weights do not depend on
+//     warps) and streams W2 rows [16Rb, 16R(b+1)) of each unit's expert (R = 2 when one row tile per
+//     CTA would pass a wave, else 1; groups of 8/R chunks; rows of at most 12 chunks: rolling groups
+//     of 4, the next requested first; per_entry.h has the rules). The weights do not depend on
 //     A, so every warp issues its first load group BEFORE griddepcontrol.wait (overlapping A's
 //     tail); h is read after it. Finalize, per row, in fixed order:
 //       z_j = r16((Σ_ks partial[j][ks] * 2^7) * alpha2[e_j])      (whole K sum first)
