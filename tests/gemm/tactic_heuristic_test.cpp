@@ -325,17 +325,22 @@ TEST(GroupedDpSchedule, BalancedKernelOnlyWithManyRowBlocksPerWarp) {
 // lists, and this is what keeps them in agreement (no GPU needed: the lookups are host code).
 alignas(256) uint8_t g_fake[1 << 16];  // never dereferenced: can_implement does not touch memory
 
-// The grouped (MoE) tile by rows per expert, from the H100 sweeps of sessions 4 and 7
-// (docs/PERF.md): rows = T * top_k spread over E experts, at most T rows in one expert.
+// The grouped heuristic's tactic name for E experts, T tokens routed to top_k of them (rows = T * top_k
+// spread over E experts, at most T rows in one expert), on an H100-like (rich = false) or an HBM-rich device.
+std::string grouped_pick(int64_t experts, int64_t tokens, int64_t top_k, int64_t n, int64_t k, bool rich) {
+  GroupedGemmParams p;
+  p.groups = experts;
+  p.max_rows = tokens * top_k;
+  p.max_group_rows = tokens;
+  p.n = n;
+  p.k = k;
+  return std::string(grouped_gemm_tactic(grouped_gemm_default_tactic(p, rich))->name);
+}
+
+// The grouped (MoE) tile by rows per expert, from the H100 sweeps of sessions 4 and 7 (docs/PERF.md).
 TEST(GroupedHeuristic, TileByRowsPerExpert) {
   auto pick_grouped = [](int64_t experts, int64_t tokens, int64_t top_k, int64_t n, int64_t k) {
-    GroupedGemmParams p;
-    p.groups = experts;
-    p.max_rows = tokens * top_k;
-    p.max_group_rows = tokens;
-    p.n = n;
-    p.k = k;
-    return std::string(grouped_gemm_tactic(grouped_gemm_default_tactic(p))->name);
+    return grouped_pick(experts, tokens, top_k, n, k, false);
   };
   EXPECT_EQ(pick_grouped(256, 8, 8, 1024, 2048), "grouped_decode_dp_m8_r32_u4");  // Qwen3.6 FC1 T=8
   EXPECT_EQ(pick_grouped(256, 1024, 8, 1024, 2048), "grouped_wgmma_128x64_s6");   // 32 rows
@@ -350,15 +355,7 @@ TEST(GroupedHeuristic, TileByRowsPerExpert) {
 // HBM-rich devices (H200, session 20): the groups of >= 64 Mi weights (Mixtral's FC1) with 8..64
 // rows in all and at most 8 per group stream-K over warps; everything else as on the H100.
 TEST(GroupedHeuristic, HbmRichLargeExperts) {
-  auto pick = [](int64_t experts, int64_t tokens, int64_t top_k, int64_t n, int64_t k, bool rich) {
-    GroupedGemmParams p;
-    p.groups = experts;
-    p.max_rows = tokens * top_k;
-    p.max_group_rows = tokens;
-    p.n = n;
-    p.k = k;
-    return std::string(grouped_gemm_tactic(grouped_gemm_default_tactic(p, rich))->name);
-  };
+  const auto pick = grouped_pick;
   for (int64_t t : {4, 8, 16, 32}) {  // Mixtral FC1
     EXPECT_EQ(pick(8, t, 2, 28672, 4096, true), "grouped_decode_m8_r32_u4") << "T = " << t;
     EXPECT_NE(pick(8, t, 2, 28672, 4096, false), "grouped_decode_m8_r32_u4") << "T = " << t;
