@@ -118,8 +118,10 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p, bool rich) {
     // dp blocks (thousands of short CTAs). Session 20 runs 7-8 (H200, pipeline path, FC1 forced, graph
     // us): Mixtral T = 4 / 8 / 16 / 32 -5.6 / -6.0 / -11.6 / -2.9 % (T = 16 268.8 -> 237.7); not at
     // 4 rows (T = 2: +5.1 %), nor for the 29 Mi-weight FC1 of DeepSeek-V3 / fi-32 (-8..+19 % by T).
-    if (rich && mean_rows <= 8 && p.max_rows >= 8 && p.n * p.k >= (int64_t(1) << 26)) return 1;
-    if (mean_rows <= 8) return !big && few ? 8 : roll ? 14 : 9;  // dp, 16- or 32-row blocks
+    if (mean_rows <= 8) {
+      if (rich && p.max_rows >= 8 && p.n * p.k >= (int64_t(1) << 26)) return 1;
+      return !big && few ? 8 : roll ? 14 : 9;  // dp, 16- or 32-row blocks
+    }
     // 9..16 rows (few large experts: Mixtral, fi-32 at T = 48 / 64; session 4): dp with 16-token
     // tiles at 12 rows per expert (Mixtral 546 -> 488 us, fi-32 997 -> 508 against stream-K id 2),
     // the wgmma 128x64 tile at 16 (Mixtral 1076 -> 539, fi-32 1093 -> 566); stream-K was slowest.

@@ -221,7 +221,7 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   // src/moe/moe_path.h). It uses the header word and the act region of this layout.
   if (path == MoePath::kPerEntry)
     return moe_impl::run_per_entry(p, d, reinterpret_cast<int32_t*>(base + l.header), base + l.act, base + l.gemm_out,
-                                   stream);
+                                   sms, stream);
   int32_t* header = reinterpret_cast<int32_t*>(base + l.header);
   int32_t* offsets = reinterpret_cast<int32_t*>(base + l.offsets);
   int32_t* active = reinterpret_cast<int32_t*>(base + l.active);

@@ -83,8 +83,6 @@ constexpr bool kUsePdl = true;
 // entries x (I / 16) CTAs x H elements, reaches this (prestage_fc1_input).
 constexpr int64_t kPrestageMinWork = 640 * 1024;
 
-int sm_count() { return device_info().sm_count > 0 ? device_info().sm_count : 132; }
-
 struct PerEntryArgs {
   int tokens = 0, top_k = 0, num_experts = 0, e_begin = 0, e_local = 0;
   int hidden = 0, inter = 0;            // H, I (multiples of 64)
@@ -186,6 +184,24 @@ __device__ __forceinline__ void compute_fc1(const Fc1Regs<U>& r, const uint32_t*
     }
     mma_chunk<T>(acc[0], r.codes[u][0], r.scales[u][0], b);
     mma_chunk<T>(acc[1], r.codes[u][1], r.scales[u][1], b);
+  }
+}
+
+// Streams load groups of U chunks from chunk j (already requested into `regs`) to j_end: compute(regs, j)
+// for each group, load(regs, j) to request one. kRoll: the next group is requested before the current
+// one is computed (two register sets, the warp never has nothing in flight); else after it.
+template <bool kRoll, int U, typename Regs, typename Load, typename Compute>
+__device__ __forceinline__ void stream_groups(Regs& regs, int j, int j_end, Load load, Compute compute) {
+  for (;;) {
+    const int jn = j + U;
+    const bool more = jn < j_end;
+    Regs next;
+    if (kRoll && more) load(next, jn);
+    compute(regs, j);
+    if (!more) break;
+    if constexpr (kRoll) regs = next;
+    else load(regs, jn);
+    j = jn;
   }
 }
 
@@ -314,23 +330,10 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
 
   const uint32_t* xs32 = reinterpret_cast<const uint32_t*>(x_smem);
   float acc[2][4] = {};
-  for (int j = j_begin;;) {
-    if constexpr (kRoll) {
-      const int jn = j + kUA;
-      const bool more = jn < j_end;
-      Fc1Regs<kUA> next;
-      if (more) load_fc1<kUA>(next, codes, scales, up_tile, gate_tile, kc, jn, j_end, lane);
-      compute_fc1<T, kUA>(regs, xs32, j, j_end, lane & 3, acc);
-      if (!more) break;
-      regs = next;
-      j = jn;
-    } else {
-      compute_fc1<T, kUA>(regs, xs32, j, j_end, lane & 3, acc);
-      j += kUA;
-      if (j >= j_end) break;
-      load_fc1<kUA>(regs, codes, scales, up_tile, gate_tile, kc, j, j_end, lane);
-    }
-  }
+  stream_groups<kRoll, kUA>(
+      regs, j_begin, j_end,
+      [&](Fc1Regs<kUA>& r, int j) { load_fc1<kUA>(r, codes, scales, up_tile, gate_tile, kc, j, j_end, lane); },
+      [&](const Fc1Regs<kUA>& r, int j) { compute_fc1<T, kUA>(r, xs32, j, j_end, lane & 3, acc); });
   if ((lane & 3) == 0) {  // column 0: c[0] = row g, c[2] = row g + 8
     const int g = lane >> 2;
     part[warp][0][g] = acc[0][0];
@@ -491,32 +494,23 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
     const int j_begin = kc * ks / splits, j_end = kc * (ks + 1) / splits;
     float acc[R][4] = {};
     uint32_t* hs = reinterpret_cast<uint32_t*>(h_smem[warp]);
-    if constexpr (kRoll) {
+    auto load = [&](Fc2Regs<U, R>& r, int j) { load_fc2<U, R>(r, codes, scales, tile0, kc, j, j_end, lane); };
+    auto compute = [&](const Fc2Regs<U, R>& r, int j) { compute_fc2<T, U, R>(r, h_row, hs, j, j_end, lane, acc); };
+    // Each group is requested, then computed; rolling groups hand the stream to stream_groups after
+    // the first request. (The plain groups keep this loop: ptxas gives the same loop written through
+    // stream_groups ~3 % more instructions per group, scripts/sass_loops.py.)
+    for (int j = j_begin; j < j_end; j += U) {
       Fc2Regs<U, R> regs;
-      load_fc2<U, R>(regs, codes, scales, tile0, kc, j_begin, j_end, lane);
+      load(regs, j);
       if (!waited) {  // the first weight loads are in flight: now wait for kernel A's h
         quant::pdl_wait();
         waited = true;
       }
-      for (int j = j_begin; j < j_end;) {
-        const int jn = j + U;
-        const bool more = jn < j_end;
-        Fc2Regs<U, R> next;
-        if (more) load_fc2<U, R>(next, codes, scales, tile0, kc, jn, j_end, lane);
-        compute_fc2<T, U, R>(regs, h_row, hs, j, j_end, lane, acc);
-        if (!more) break;
-        regs = next;
-        j = jn;
-      }
-    } else {
-      for (int j = j_begin; j < j_end; j += U) {
-        Fc2Regs<U, R> regs;
-        load_fc2<U, R>(regs, codes, scales, tile0, kc, j, j_end, lane);
-        if (!waited) {  // the first weight loads are in flight: now wait for kernel A's h
-          quant::pdl_wait();
-          waited = true;
-        }
-        compute_fc2<T, U, R>(regs, h_row, hs, j, j_end, lane, acc);
+      if constexpr (kRoll) {
+        stream_groups<true, U>(regs, j, j_end, load, compute);
+        break;
+      } else {
+        compute(regs, j);
       }
     }
     if ((lane & 3) == 0) {  // column 0: c[0] = row g, c[2] = row g + 8 of each tile
@@ -551,7 +545,7 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
 // `pdl`: the layer's first kernel (the staging one if it runs, else A) is launched with
 // programmatic stream serialization (MoeParams::enable_pdl).
 template <bool kBF16, GatherMode kMode>
-Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, cudaStream_t stream) {
+Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, int sms, cudaStream_t stream) {
   if constexpr (kMode != GatherMode::kCopy) {
     const int64_t staging = int64_t(a.tokens) * a.top_k * (a.inter / 16) * a.hidden;
     if (staging >= kPrestageMinWork) {
@@ -570,7 +564,7 @@ Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, cudaStream_t stream) {
   }
   const dim3 grid(unsigned(a.inter / 16), unsigned(a.tokens * a.top_k));
   const size_t smem = size_t(a.hidden) * 2;  // <= 32 KB (kPerEntryMaxHidden)
-  const bool roll = per_entry_fc1_rolls(int64_t(grid.x) * grid.y, sm_count());
+  const bool roll = per_entry_fc1_rolls(int64_t(grid.x) * grid.y, sms);
   return detail::cuda_status(
       quant::launch_kernel(roll ? per_entry_fc1_kernel<kBF16, kMode, true> : per_entry_fc1_kernel<kBF16, kMode, false>,
                            grid, dim3(kThreads), smem, stream, pdl, a),
@@ -578,9 +572,9 @@ Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, cudaStream_t stream) {
 }
 
 template <bool kBF16>
-Status launch_fc2(const PerEntryArgs& a, bool pdl, cudaStream_t stream) {
+Status launch_fc2(const PerEntryArgs& a, bool pdl, int sms, cudaStream_t stream) {
   const bool roll = per_entry_fc2_rolls(a.inter / 64);
-  const int r = roll ? 1 : per_entry_fc2_row_tiles(a.hidden / 16, a.tokens, sm_count());
+  const int r = roll ? 1 : per_entry_fc2_row_tiles(a.hidden / 16, a.tokens, sms);
   const dim3 grid(unsigned(a.hidden / (16 * r)), unsigned(a.tokens));
   auto fn = roll ? per_entry_fc2_kernel<kBF16, true, 1>
                  : r == 2 ? per_entry_fc2_kernel<kBF16, false, 2> : per_entry_fc2_kernel<kBF16, false, 1>;
@@ -589,18 +583,19 @@ Status launch_fc2(const PerEntryArgs& a, bool pdl, cudaStream_t stream) {
 }
 
 template <bool kBF16>
-Status launch_fc1_mode(const PerEntryArgs& a, GatherMode mode, uint16_t* xq, bool pdl, cudaStream_t stream) {
+Status launch_fc1_mode(const PerEntryArgs& a, GatherMode mode, uint16_t* xq, bool pdl, int sms, cudaStream_t stream) {
   switch (mode) {
-    case GatherMode::kCopy: return launch_fc1<kBF16, GatherMode::kCopy>(a, xq, pdl, stream);
-    case GatherMode::kQuantize: return launch_fc1<kBF16, GatherMode::kQuantize>(a, xq, pdl, stream);
-    case GatherMode::kDecode: return launch_fc1<kBF16, GatherMode::kDecode>(a, xq, pdl, stream);
+    case GatherMode::kCopy: return launch_fc1<kBF16, GatherMode::kCopy>(a, xq, pdl, sms, stream);
+    case GatherMode::kQuantize: return launch_fc1<kBF16, GatherMode::kQuantize>(a, xq, pdl, sms, stream);
+    case GatherMode::kDecode: return launch_fc1<kBF16, GatherMode::kDecode>(a, xq, pdl, sms, stream);
   }
   return Status(StatusCode::kInternal, "fused_moe: per-entry path: unknown input mode");
 }
 
 }  // namespace
 
-Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void* h, void* xq, cudaStream_t stream) {
+Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void* h, void* xq, int sms,
+                     cudaStream_t stream) {
   if (d.tokens <= 0 || !per_entry_supported(d.tokens, d.top_k, d.hidden))
     return Status(StatusCode::kInternal, "fused_moe: per-entry path used outside its limits");
   FP4KIT_RETURN_IF_ERROR(detail::require_device("fused_moe"));
@@ -648,8 +643,8 @@ Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void
                                                             : GatherMode::kQuantize;
   uint16_t* xq16 = static_cast<uint16_t*>(xq);
   const bool first_pdl = p.enable_pdl && !check;
-  FP4KIT_RETURN_IF_ERROR(bf16 ? launch_fc1_mode<true>(a, mode, xq16, first_pdl, stream)
-                              : launch_fc1_mode<false>(a, mode, xq16, first_pdl, stream));
+  FP4KIT_RETURN_IF_ERROR(bf16 ? launch_fc1_mode<true>(a, mode, xq16, first_pdl, sms, stream)
+                              : launch_fc1_mode<false>(a, mode, xq16, first_pdl, sms, stream));
 
   if (check) {
     int32_t flag = 0;
@@ -666,7 +661,7 @@ Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void
   }
   // PDL: B's CTAs start streaming their weights while A finishes (not after a host synchronization).
   const bool pdl = kUsePdl && !check;
-  return bf16 ? launch_fc2<true>(a, pdl, stream) : launch_fc2<false>(a, pdl, stream);
+  return bf16 ? launch_fc2<true>(a, pdl, sms, stream) : launch_fc2<false>(a, pdl, sms, stream);
 }
 
 }  // namespace fp4kit::moe_impl

@@ -35,7 +35,9 @@ constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int sm_coun
 // Runs the whole layer for T = d.tokens > 0 tokens. Assumes fused_moe's argument and workspace
 // checks passed and per_entry_supported(top_k, hidden). Workspace use: `h` is the act region of
 // the pipeline's layout (16-bit [max_tokens * top_k, max(H, I)] >= [T * top_k, I]), `header` its
-// int32 error word (written only with check_expert_ids).
-Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void* h, void* xq, cudaStream_t stream);
+// int32 error word (written only with check_expert_ids). `sms`: the device's SM count (the launch rules
+// above).
+Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void* h, void* xq, int sms,
+                     cudaStream_t stream);
 
 }  // namespace fp4kit::moe_impl
