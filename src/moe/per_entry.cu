@@ -334,6 +334,11 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
       regs, j_begin, j_end,
       [&](Fc1Regs<kUA>& r, int j) { load_fc1<kUA>(r, codes, scales, up_tile, gate_tile, kc, j, j_end, lane); },
       [&](const Fc1Regs<kUA>& r, int j) { compute_fc1<T, kUA>(r, xs32, j, j_end, lane & 3, acc); });
+  // W4A4: the terms of fc2_gs alone (1/gs: a division) computed while the other warps finish, not on
+  // the epilogue's chain below.
+  quant::Nvfp4ScaleConst<QuantNumerics::kExact> c2{};
+  if constexpr (kMode != GatherMode::kCopy)
+    if (warp == 0) c2 = quant::nvfp4_scale_const<QuantNumerics::kExact>(fc2_gs);
   if ((lane & 3) == 0) {  // column 0: c[0] = row g, c[2] = row g + 8
     const int g = lane >> 2;
     part[warp][0][g] = acc[0][0];
@@ -358,7 +363,7 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
     }
     if constexpr (kMode != GatherMode::kCopy) {  // W4A4: the 16-bit h quantized with fc2_act_global
       h[0] = act_to_float<kBF16>(float_to_act<kBF16>(h[0]));
-      nvfp4_exact_roundtrip_lanes<1>(h, fc2_gs);
+      nvfp4_exact_roundtrip_lanes<1>(h, c2);
     }
     if (lane < 16)  // rounds: r16(h)
       a.h[int64_t(entry) * a.inter + int64_t(blockIdx.x) * 16 + r] = uint16_t(float_to_act<kBF16>(h[0]));
