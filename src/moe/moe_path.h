@@ -52,6 +52,11 @@ inline bool per_entry_supported(int64_t tokens, int64_t top_k, int64_t hidden) {
 inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t inter, int64_t e_local) {
   const int64_t entries = tokens * top_k;
   if (tokens == 1) return true;
+  // Up to 4 entries with repeated experts: kernel A's expert slices stream each expert's FC1 rows once
+  // (per_entry_fc1_group) and kernel B's one wave of CTAs shares W2 rows in L2 (H200 session 21 run 4,
+  // Mixtral T = 2, graph us: 104.2 / 106.5 vs the pipeline's 114.2 / 112.6, W4A16 / W4A4; T = 4
+  // (8 entries) 226.2 / 233.0 vs 215.2 / 214.4: the pipeline).
+  if (entries <= 4) return true;
   if (e_local < 4 * entries) return false;  // repeated experts
   if (entries <= 16) return true;
   return entries <= 32 && inter >= 512;

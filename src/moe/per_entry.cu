@@ -19,6 +19,9 @@
 //       h = r16(silu(y_gate) * y_up)                (moe_device.cuh swiglu, IEEE FP32)
 //     W4A4: h is quantized with fc2_act_global (kExact) and stored decoded; -> h[entry][16b..16b+16)
 //     in the workspace. Entries whose expert is not local (or whose id is invalid) exit at once.
+//     When experts repeat (per_entry_fc1_group > 1, e.g. Mixtral T = 2), CTA (b, entry) takes a slice
+//     of its expert's entries instead, their tokens on columns 0..n-1 of the MMA, so that the
+//     expert's rows are streamed once; entries that are not a slice's first exit.
 //  B  per_entry_fc2_kernel, grid (H/(16R), T), 8 warps, launched with programmatic dependent launch
 //     (PDL) after A. CTA (b, t) lists the local slots of token t in j order (shared memory), splits
 //     each slot's K = I into KS contiguous ranges ("units", KS chosen per CTA to balance the 8
@@ -75,6 +78,7 @@ constexpr int kUB = 8;   // FC2: chunks per load group (one tile)
 constexpr int kUBRoll = 4;  // FC2 with rolling groups (per_entry_fc2_rolls)
 constexpr int kMaxTopK = int(kPerEntryMaxTopK);
 constexpr int kMaxUnits = kMaxTopK + kWarps;  // units = n_local * KS, bounded in choose_splits
+constexpr int kMaxGroup = 8;  // tokens of one kernel-A slice: the 8 columns of mma.m16n8k16
 constexpr float kDecodeMul = gemm_impl::kWeightDecodeScale;
 // Launch kernel B with programmatic dependent launch (its first weight loads overlap kernel A). With
 // false, B starts after A has finished, as an ordinary stream-ordered launch (same results).
@@ -105,6 +109,9 @@ struct PerEntryArgs {
   const uint16_t* xq = nullptr;
   uint16_t* out = nullptr;       // [T, H]
   int32_t* error_flag = nullptr;  // check_expert_ids only
+  // Kernel A with expert slices (per_entry_fc1_group): the entries of one expert, up to `group` at a
+  // time, share a CTA (their tokens on the MMA's columns); 1 = one entry per CTA.
+  int group = 1;
 };
 
 // Local index of global expert id `id`, or -1 (another rank's expert, or an invalid id).
@@ -281,11 +288,19 @@ __device__ __forceinline__ void copy_row(const uint16_t* src, uint16_t* dst, int
 // kRoll (per_entry_fc1_rolls): the next load group is requested before the current one is computed
 // (two register sets: 119 registers, 2 CTAs per SM), so no warp has nothing in flight while it
 // decodes; the plain loop requests a group only after computing the previous one, at 3 CTAs per SM.
-template <bool kBF16, GatherMode kMode, bool kRoll>
+// kGroup (a.group > 1): CTA (b, e) computes the slice of entries of e's expert that starts at e — the
+// entries with that expert whose rank among them (in entry order) is a multiple of a.group, and the
+// group - 1 after it — or exits when e is not such a first entry. The slice's tokens are columns
+// 0..n-1 of the MMA (lane / 4 reads token min(lane / 4, n - 1)), so the expert's weight rows are
+// streamed once for all of them instead of once per entry; each entry's h row is written as the
+// per-entry CTA would write it (the same sums in the same order: bit-identical).
+template <bool kBF16, GatherMode kMode, bool kRoll, bool kGroup>
 __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(const PerEntryArgs a) {
   using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
-  extern __shared__ uint4 x_smem[];  // [H] 16-bit
-  __shared__ float part[kWarps][2][16];
+  constexpr int kG = kGroup ? kMaxGroup : 1;
+  extern __shared__ uint4 x_smem[];  // [a.group][H] 16-bit
+  __shared__ float part[kWarps][2][kG][16];
+  __shared__ int members_s[kG];
   // First kernel of the layer with MoeParams::enable_pdl: the previous kernel may still read h and
   // write the routing and x (a no-op otherwise). Waiting BEFORE the trigger matters: kernel B reads
   // the routing before its own wait. Behind per_entry_stage_x_kernel (a.xq set) that kernel has
@@ -299,7 +314,8 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
   if (a.error_flag != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x < 32) check_ids(a);
 
   const int entry = blockIdx.y;
-  const int le = local_expert(a, __ldg(a.selected + entry));
+  const int id = __ldg(a.selected + entry);
+  const int le = local_expert(a, id);
   if (le < 0) return;  // not routed here: this entry's h is never read
   const int t = entry / a.top_k;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -312,15 +328,37 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
 
   Fc1Regs<kUA> regs;
   load_fc1<kUA>(regs, codes, scales, up_tile, gate_tile, kc, j_begin, j_end, lane);  // in flight during staging
+  int members = 1;  // entries of this CTA (kGroup: members_s)
+  if constexpr (kGroup) {
+    // Every thread finds the same slice (uniform exit); T * k is small on this path. After the first
+    // weight request: an exiting CTA's loads are dropped, an owner's are in flight during the scan.
+    int rank = 0;
+    for (int q = 0; q < entry; ++q) rank += __ldg(a.selected + q) == id ? 1 : 0;
+    if (rank % a.group != 0) return;  // another CTA's slice
+    members = 0;
+    for (int q = entry, n = a.tokens * a.top_k; q < n && members < a.group; ++q)
+      if (__ldg(a.selected + q) == id) {
+        if (threadIdx.x == 0) members_s[members] = q;
+        ++members;
+      }
+  }
   // The epilogue's scalars, requested now rather than after the last barrier (one L2 latency less
   // on the tail of the kernel that kernel B waits for).
   float alpha = 0.0f, fc2_gs = 0.0f;
-  if (warp == 0) {
+  if (2 * warp < members) {  // the epilogue's warps (two tokens each)
     alpha = __ldg(a.alpha1 + le);
     if constexpr (kMode != GatherMode::kCopy) fc2_gs = __ldg(a.fc2_act_global + (a.per_expert ? le : 0));
   }
   uint16_t* xs = reinterpret_cast<uint16_t*>(x_smem);
-  if (staged) {
+  if constexpr (kGroup) {
+    __syncthreads();  // members_s
+    if (staged) quant::pdl_wait();  // the staging kernel's rows
+    for (int m = 0; m < members; ++m) {
+      const int e = members_s[m], tm = e / a.top_k;
+      if (staged) copy_row(a.xq + int64_t(a.per_expert ? e : tm) * a.hidden, xs + int64_t(m) * a.hidden, a.hidden);
+      else stage_x<kBF16, kMode>(a, tm, le, xs + int64_t(m) * a.hidden);
+    }
+  } else if (staged) {
     quant::pdl_wait();  // the staging kernel's rows
     copy_row(a.xq + int64_t(a.per_expert ? entry : t) * a.hidden, xs, a.hidden);
   } else {
@@ -328,7 +366,10 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
   }
   __syncthreads();
 
-  const uint32_t* xs32 = reinterpret_cast<const uint32_t*>(x_smem);
+  // This lane's B column: token min(lane / 4, members - 1) of the slice (columns past the slice
+  // repeat its last token and are never stored).
+  const uint32_t* xs32 = reinterpret_cast<const uint32_t*>(x_smem) +
+                         (kGroup ? int64_t(min(lane >> 2, members - 1)) * (a.hidden / 2) : 0);
   float acc[2][4] = {};
   stream_groups<kRoll, kUA>(
       regs, j_begin, j_end,
@@ -338,24 +379,32 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
   // the epilogue's chain below.
   quant::Nvfp4ScaleConst<QuantNumerics::kExact> c2{};
   if constexpr (kMode != GatherMode::kCopy)
-    if (warp == 0) c2 = quant::nvfp4_scale_const<QuantNumerics::kExact>(fc2_gs);
-  if ((lane & 3) == 0) {  // column 0: c[0] = row g, c[2] = row g + 8
+    if (2 * warp < members) c2 = quant::nvfp4_scale_const<QuantNumerics::kExact>(fc2_gs);
+  {  // c[e] = row g, c[2 + e] = row g + 8, both of column (token) 2 (lane & 3) + e
     const int g = lane >> 2;
-    part[warp][0][g] = acc[0][0];
-    part[warp][0][g + 8] = acc[0][2];
-    part[warp][1][g] = acc[1][0];
-    part[warp][1][g + 8] = acc[1][2];
+#pragma unroll
+    for (int e = 0; e < (kGroup ? 2 : 1); ++e) {
+      const int tok = 2 * (lane & 3) + e;
+      if (kGroup ? tok < members : tok == 0) {
+        part[warp][0][tok][g] = acc[0][e];
+        part[warp][0][tok][g + 8] = acc[0][2 + e];
+        part[warp][1][tok][g] = acc[1][e];
+        part[warp][1][tok][g + 8] = acc[1][2 + e];
+      }
+    }
   }
   __syncthreads();
-  if (warp == 0) {  // lane r < 16: row r of the tile (lanes 16..31 carry zeros through the shuffles)
-    const int r = lane & 15;
+  // Warp w: tokens 2w (lanes 0..15) and 2w + 1 (lanes 16..31), row lane % 16 of the tile; the lanes
+  // of a token past the slice carry zeros through the shuffles.
+  if (2 * warp < members) {
+    const int r = lane & 15, tok = 2 * warp + (lane >> 4);
     float h[1] = {0.0f};
-    if (lane < 16) {
-      float up = part[0][0][r], gate = part[0][1][r];
+    if (tok < members) {
+      float up = part[0][0][tok][r], gate = part[0][1][tok][r];
 #pragma unroll
       for (int w = 1; w < kWarps; ++w) {
-        up += part[w][0][r];
-        gate += part[w][1][r];
+        up += part[w][0][tok][r];
+        gate += part[w][1][tok][r];
       }
       const float y_up = act_to_float<kBF16>(float_to_act<kBF16>((up * kDecodeMul) * alpha));
       const float y_gate = act_to_float<kBF16>(float_to_act<kBF16>((gate * kDecodeMul) * alpha));
@@ -365,8 +414,9 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
       h[0] = act_to_float<kBF16>(float_to_act<kBF16>(h[0]));
       nvfp4_exact_roundtrip_lanes<1>(h, c2);
     }
-    if (lane < 16)  // rounds: r16(h)
-      a.h[int64_t(entry) * a.inter + int64_t(blockIdx.x) * 16 + r] = uint16_t(float_to_act<kBF16>(h[0]));
+    if (tok < members)  // rounds: r16(h)
+      a.h[int64_t(kGroup ? members_s[tok] : entry) * a.inter + int64_t(blockIdx.x) * 16 + r] =
+          uint16_t(float_to_act<kBF16>(h[0]));
   }
 }
 
@@ -568,12 +618,12 @@ Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, int sms, cudaStream_t 
     }
   }
   const dim3 grid(unsigned(a.inter / 16), unsigned(a.tokens * a.top_k));
-  const size_t smem = size_t(a.hidden) * 2;  // <= 32 KB (kPerEntryMaxHidden)
+  const size_t smem = size_t(a.group) * size_t(a.hidden) * 2;  // <= 32 KB (per_entry_fc1_group)
   const bool roll = per_entry_fc1_rolls(int64_t(grid.x) * grid.y, sms);
-  return detail::cuda_status(
-      quant::launch_kernel(roll ? per_entry_fc1_kernel<kBF16, kMode, true> : per_entry_fc1_kernel<kBF16, kMode, false>,
-                           grid, dim3(kThreads), smem, stream, pdl, a),
-      "fused_moe: per_entry_fc1_kernel");
+  auto fn = a.group > 1 ? (roll ? per_entry_fc1_kernel<kBF16, kMode, true, true> : per_entry_fc1_kernel<kBF16, kMode, false, true>)
+                        : (roll ? per_entry_fc1_kernel<kBF16, kMode, true, false> : per_entry_fc1_kernel<kBF16, kMode, false, false>);
+  return detail::cuda_status(quant::launch_kernel(fn, grid, dim3(kThreads), smem, stream, pdl, a),
+                             "fused_moe: per_entry_fc1_kernel");
 }
 
 template <bool kBF16>
@@ -641,6 +691,7 @@ Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void
   a.h = static_cast<uint16_t*>(h);
   a.out = static_cast<uint16_t*>(p.output);
   a.error_flag = check ? header : nullptr;
+  a.group = per_entry_fc1_group(d.tokens, d.top_k, d.hidden, d.e_local);
 
   const bool bf16 = p.act_dtype == DType::kBF16;
   const GatherMode mode = p.mode == MoeMode::kW4A16         ? GatherMode::kCopy

@@ -32,6 +32,21 @@ constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int sm_coun
   return tiles % 2 == 0 && tiles * tokens > 2 * int64_t(sm_count) ? 2 : 1;
 }
 
+// Kernel A's expert slices: tokens per CTA (the entries of one expert, their tokens on the MMA's 8
+// columns) when experts repeat (T >= 2 and E_local < 4 T k, per_entry_preferred's "repeated experts"),
+// so that each expert's FC1 rows are streamed once, not once per entry; as many as the 16-bit rows
+// fit in 32 KB of shared memory (with the kernel's 8 KB of partial sums within the 48 KB default; 3
+// CTAs per SM keep fitting), at most the MMA's 8 columns. Else 1 (one entry per CTA): without
+// repeats the slice search only delays each short CTA (H200 session 21 run 4, per-entry graph us,
+// slices vs one entry per CTA: Mixtral T = 2 / 4 / 8 104.2 / 226.2 / 329.8 vs 115.0 / 238.0 / 466.5;
+// Qwen3.6 T = 2 / 4 17.2 / 31.5 vs 14.6 / 26.7, Qwen3-30B T = 4 42.4 vs 35.2).
+constexpr int per_entry_fc1_group(int64_t tokens, int64_t top_k, int64_t hidden, int64_t e_local) {
+  if (tokens < 2 || e_local >= 4 * tokens * top_k) return 1;
+  const int64_t fit = hidden > 0 ? (32 * 1024) / (2 * hidden) : 1;
+  const int64_t g = tokens < fit ? tokens : fit;
+  return g < 1 ? 1 : g > 8 ? 8 : int(g);
+}
+
 // Runs the whole layer for T = d.tokens > 0 tokens. Assumes fused_moe's argument and workspace
 // checks passed and per_entry_supported(top_k, hidden). Workspace use: `h` is the act region of
 // the pipeline's layout (16-bit [max_tokens * top_k, max(H, I)] >= [T * top_k, I]), `header` its

@@ -1077,6 +1077,27 @@ TEST(MoeGpu, PerEntryW4A4MatchesReference) {
   }
 }
 
+// Kernel A's expert slices (per_entry_fc1_group): few experts chosen by many tokens, so one CTA
+// computes several entries of its expert, and an expert with more entries than a slice holds is
+// split over CTAs (E = 2, k = 2, T = 6, H = 4096: every expert has 6 entries, slices of 4 and 2);
+// W4A16 and W4A4, with expert parallelism, against the reference, the pipeline and run to run.
+TEST(MoeGpu, PerEntryExpertSlicesMatchReference) {
+  FP4KIT_REQUIRE_SM90A();
+  uint32_t seed = 12500;
+  Config a{6, 4096, 64, 2, 2, 1, 0, MoeMode::kW4A16, DType::kBF16};
+  Config b{6, 4096, 64, 2, 2, 1, 0, MoeMode::kW4A4, DType::kFP16};
+  Config c{5, 2048, 128, 8, 2, 1, 0, MoeMode::kW4A16, DType::kFP16};  // slices of up to 5 tokens
+  Config d{7, 1024, 192, 4, 2, 2, 1, MoeMode::kW4A4, DType::kBF16};   // 2 local experts, 8-token slices
+  d.per_expert_globals = true;
+  Config e{4, 2048, 64, 4, 2, 1, 0, MoeMode::kW4A4, DType::kBF16};
+  e.fp4_input = true;
+  for (const Config& cfg : {a, b, c, d, e}) {
+    const Layer L = make_layer(cfg, seed++);
+    run_both_paths(L, L.sel);
+    if (HasFailure()) return;
+  }
+}
+
 // check_expert_ids on the per-entry path: a bad id is reported before the output is written; a
 // token may repeat an expert (up to T rows per expert), beyond that it is reported as by the
 // pipeline; ids are re-checked on every call.

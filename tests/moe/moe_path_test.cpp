@@ -126,11 +126,13 @@ TEST(MoePath, AutoRule) {
   // fi-256 (I 256): T = 4 takes the pipeline.
   EXPECT_TRUE(pe(2, 8, 7168, 256, 256));
   EXPECT_FALSE(pe(4, 8, 7168, 256, 256));
-  // Few local experts: T = 1 only (Mixtral: E 8, k 2; at T = 2 experts repeat: measured slower).
+  // Few local experts: T = 1, and up to 4 entries (Mixtral: E 8, k 2, T = 2: experts repeat, kernel
+  // A's expert slices); more entries take the pipeline.
   EXPECT_TRUE(pe(1, 8, 7168, 2048, 8));
   EXPECT_FALSE(pe(2, 8, 7168, 2048, 8));
   EXPECT_TRUE(pe(1, 2, 4096, 14336, 8));
-  EXPECT_FALSE(pe(2, 2, 4096, 14336, 8));
+  EXPECT_TRUE(pe(2, 2, 4096, 14336, 8));
+  EXPECT_TRUE(pe(2, 2, 4096, 14336, 8, true));
   EXPECT_FALSE(pe(3, 2, 4096, 14336, 8));
   // Outside the per-entry limits kAuto keeps the pipeline.
   EXPECT_FALSE(pe(1, 33, 2048, 512, 256));
@@ -217,6 +219,20 @@ TEST(MoePath, PerEntryRollingRules) {
   EXPECT_EQ(per_entry_fc2_row_tiles(256, 2, 132), 2);
   EXPECT_EQ(per_entry_fc2_row_tiles(128, 2, 132), 1);  // Qwen T = 2: 256 CTAs
   EXPECT_EQ(per_entry_fc2_row_tiles(133, 2, 132), 1);  // an odd tile count keeps one tile per CTA
+}
+
+TEST(MoePath, PerEntryExpertSlices) {
+  using moe_impl::per_entry_fc1_group;  // (T, k, H, E_local): tokens per kernel-A CTA
+  EXPECT_EQ(per_entry_fc1_group(1, 2, 4096, 8), 1);     // T = 1: one entry per CTA
+  EXPECT_EQ(per_entry_fc1_group(2, 2, 4096, 8), 2);     // Mixtral T = 2: experts repeat
+  EXPECT_EQ(per_entry_fc1_group(8, 2, 4096, 8), 4);     // 4 rows of 8 KB fill the 32 KB
+  EXPECT_EQ(per_entry_fc1_group(3, 8, 7168, 32), 2);    // fi-32: two rows of 14 KB
+  EXPECT_EQ(per_entry_fc1_group(16, 2, 2048, 8), 8);    // at most the MMA's 8 columns
+  EXPECT_EQ(per_entry_fc1_group(4, 2, 16384, 8), 1);    // one 32 KB row
+  EXPECT_EQ(per_entry_fc1_group(2, 8, 2048, 256), 1);   // Qwen3.6 T = 2: no repeats expected
+  EXPECT_EQ(per_entry_fc1_group(4, 8, 2048, 128), 1);   // Qwen3-30B T = 4: 32 entries, 128 experts
+  EXPECT_EQ(per_entry_fc1_group(4, 8, 2048, 127), 4);   // one expert fewer: repeats expected
+  EXPECT_EQ(per_entry_fc1_group(0, 2, 4096, 8), 1);
 }
 
 }  // namespace
