@@ -35,7 +35,8 @@ inline bool per_entry_supported(int64_t tokens, int64_t top_k, int64_t hidden) {
 //    same weights: per-entry whenever it is supported.
 //  * T > 1: per-entry only while the entries are few (T·k <= 32: the launch overhead dominates)
 //    and the experts are many compared with the entries (E_local >= 4·T·k: uniform routing then
-//    repeats few experts, about (T·k)² / (2·E_local) <= T·k / 8).
+//    repeats few experts, about (T·k)² / (2·E_local) <= T·k / 8) — or at most 4 entries, whose
+//    repeated experts kernel A streams once per slice (per_entry_fc1_group, session 21).
 // Measured on an H100 (W4A16, graph replay, uniform routing; docs/PERF.md, session 3), per-entry vs
 // pipeline: Qwen3.6-35B-A3B T = 1, 2, 4: 13.9 / 19.7 / 36.2 vs 23.2 / 29.7 / 41.6 us, T = 8: 64.4 vs
 // 67.4 (T·k = 64: not taken), T = 16: 117.8 vs 103.3; DeepSeek-V3 T = 1, 2, 4: 91.7 / 171.6 / 318.4
