@@ -40,8 +40,11 @@ constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int sm_coun
 // repeats the slice search only delays each short CTA (H200 session 21 run 4, per-entry graph us,
 // slices vs one entry per CTA: Mixtral T = 2 / 4 / 8 104.2 / 226.2 / 329.8 vs 115.0 / 238.0 / 466.5;
 // Qwen3.6 T = 2 / 4 17.2 / 31.5 vs 14.6 / 26.7, Qwen3-30B T = 4 42.4 vs 35.2).
+// Each CTA finds its slice by scanning the T·k routing ids: not beyond kPerEntryMaxSliceScan entries
+// (a forced per-entry path at large T keeps one entry per CTA).
+constexpr int64_t kPerEntryMaxSliceScan = 256;
 constexpr int per_entry_fc1_group(int64_t tokens, int64_t top_k, int64_t hidden, int64_t e_local) {
-  if (tokens < 2 || e_local >= 4 * tokens * top_k) return 1;
+  if (tokens < 2 || e_local >= 4 * tokens * top_k || tokens * top_k > kPerEntryMaxSliceScan) return 1;
   const int64_t fit = hidden > 0 ? (32 * 1024) / (2 * hidden) : 1;
   const int64_t g = tokens < fit ? tokens : fit;
   return g < 1 ? 1 : g > 8 ? 8 : int(g);

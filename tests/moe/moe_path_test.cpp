@@ -233,6 +233,8 @@ TEST(MoePath, PerEntryExpertSlices) {
   EXPECT_EQ(per_entry_fc1_group(4, 8, 2048, 128), 1);   // Qwen3-30B T = 4: 32 entries, 128 experts
   EXPECT_EQ(per_entry_fc1_group(4, 8, 2048, 127), 4);   // one expert fewer: repeats expected
   EXPECT_EQ(per_entry_fc1_group(0, 2, 4096, 8), 1);
+  EXPECT_EQ(per_entry_fc1_group(128, 2, 2048, 8), 8);   // 256 entries: still scanned
+  EXPECT_EQ(per_entry_fc1_group(129, 2, 2048, 8), 1);   // beyond kPerEntryMaxSliceScan
 }
 
 }  // namespace
