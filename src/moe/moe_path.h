@@ -50,6 +50,11 @@ inline bool per_entry_supported(int64_t tokens, int64_t top_k, int64_t hidden) {
 // Session 16 (the per-entry kernels' tails shortened, kernel A at 3 CTAs/SM; docs/PERF.md): W4A4 at
 // T·k = 17..32 with I >= 512 too (T = 4, per-entry vs pipeline, graph us: Qwen3.6 33.98 vs 35.25,
 // Qwen3-30B 43.91 vs 44.31; fi-256 (I = 256) 65.7 vs 53.1 stays on the pipeline).
+// Whether uniform routing of T tokens x k slots is expected to repeat local experts (E_local < 4·T·k;
+// below that, about (T·k)² / (2·E_local) <= T·k / 8 repeats): the per-entry path's rules below and its
+// kernel-A expert slices (per_entry_fc1_group).
+constexpr bool experts_repeat(int64_t tokens, int64_t top_k, int64_t e_local) { return e_local < 4 * tokens * top_k; }
+
 inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t inter, int64_t e_local) {
   const int64_t entries = tokens * top_k;
   if (tokens == 1) return true;
@@ -58,7 +63,7 @@ inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t inter, in
   // Mixtral T = 2, graph us: 104.2 / 106.5 vs the pipeline's 114.2 / 112.6, W4A16 / W4A4; T = 4
   // (8 entries) 226.2 / 233.0 vs 215.2 / 214.4: the pipeline).
   if (entries <= 4) return true;
-  if (e_local < 4 * entries) return false;  // repeated experts
+  if (experts_repeat(tokens, top_k, e_local)) return false;
   if (entries <= 16) return true;
   return entries <= 32 && inter >= 512;
 }

@@ -317,7 +317,6 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
   const int id = __ldg(a.selected + entry);
   const int le = local_expert(a, id);
   if (le < 0) return;  // not routed here: this entry's h is never read
-  const int t = entry / a.top_k;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int kc = a.hidden / 64;
   const int j_begin = kc * warp / kWarps, j_end = kc * (warp + 1) / kWarps;
@@ -349,27 +348,25 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
     alpha = __ldg(a.alpha1 + le);
     if constexpr (kMode != GatherMode::kCopy) fc2_gs = __ldg(a.fc2_act_global + (a.per_expert ? le : 0));
   }
+  // Entry e's FC1 input row into dst: the staging kernel's row, or staged here.
+  auto stage_entry = [&](int e, uint16_t* dst) {
+    const int te = e / a.top_k;
+    if (staged) copy_row(a.xq + int64_t(a.per_expert ? e : te) * a.hidden, dst, a.hidden);
+    else stage_x<kBF16, kMode>(a, te, le, dst);
+  };
   uint16_t* xs = reinterpret_cast<uint16_t*>(x_smem);
+  if constexpr (kGroup) __syncthreads();  // members_s
+  if (staged) quant::pdl_wait();          // the staging kernel's rows
   if constexpr (kGroup) {
-    __syncthreads();  // members_s
-    if (staged) quant::pdl_wait();  // the staging kernel's rows
-    for (int m = 0; m < members; ++m) {
-      const int e = members_s[m], tm = e / a.top_k;
-      if (staged) copy_row(a.xq + int64_t(a.per_expert ? e : tm) * a.hidden, xs + int64_t(m) * a.hidden, a.hidden);
-      else stage_x<kBF16, kMode>(a, tm, le, xs + int64_t(m) * a.hidden);
-    }
-  } else if (staged) {
-    quant::pdl_wait();  // the staging kernel's rows
-    copy_row(a.xq + int64_t(a.per_expert ? entry : t) * a.hidden, xs, a.hidden);
+    for (int m = 0; m < members; ++m) stage_entry(members_s[m], xs + int64_t(m) * a.hidden);
   } else {
-    stage_x<kBF16, kMode>(a, t, le, xs);
+    stage_entry(entry, xs);
   }
   __syncthreads();
 
   // This lane's B column: token min(lane / 4, members - 1) of the slice (columns past the slice
   // repeat its last token and are never stored).
-  const uint32_t* xs32 = reinterpret_cast<const uint32_t*>(x_smem) +
-                         (kGroup ? int64_t(min(lane >> 2, members - 1)) * (a.hidden / 2) : 0);
+  const uint32_t* xs32 = reinterpret_cast<const uint32_t*>(x_smem) + int64_t(min(lane >> 2, members - 1)) * (a.hidden / 2);
   float acc[2][4] = {};
   stream_groups<kRoll, kUA>(
       regs, j_begin, j_end,
@@ -385,7 +382,7 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
 #pragma unroll
     for (int e = 0; e < (kGroup ? 2 : 1); ++e) {
       const int tok = 2 * (lane & 3) + e;
-      if (kGroup ? tok < members : tok == 0) {
+      if (tok < members) {
         part[warp][0][tok][g] = acc[0][e];
         part[warp][0][tok][g + 8] = acc[0][2 + e];
         part[warp][1][tok][g] = acc[1][e];

@@ -6,6 +6,7 @@
 
 #include "fp4kit/moe.h"
 #include "fp4kit/status.h"
+#include "moe/moe_path.h"  // experts_repeat
 #include "moe/moe_workspace.h"
 
 typedef struct CUstream_st* cudaStream_t;
@@ -44,7 +45,7 @@ constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int sm_coun
 // (a forced per-entry path at large T keeps one entry per CTA).
 constexpr int64_t kPerEntryMaxSliceScan = 256;
 constexpr int per_entry_fc1_group(int64_t tokens, int64_t top_k, int64_t hidden, int64_t e_local) {
-  if (tokens < 2 || e_local >= 4 * tokens * top_k || tokens * top_k > kPerEntryMaxSliceScan) return 1;
+  if (tokens < 2 || !experts_repeat(tokens, top_k, e_local) || tokens * top_k > kPerEntryMaxSliceScan) return 1;
   const int64_t fit = hidden > 0 ? (32 * 1024) / (2 * hidden) : 1;
   const int64_t g = tokens < fit ? tokens : fit;
   return g < 1 ? 1 : g > 8 ? 8 : int(g);
