@@ -340,12 +340,15 @@ struct RingA {
   int left;             // chunks of the warp's range from chunk next + kRingAhead on (<= 0: none)
 
   // The cursor at chunk `next` (the next chunk read); copies continue at chunk next + kRingAhead.
+  // Chunk c lives in slot (c - origin) mod kRingSlots, origin the first chunk of the warp's stream
+  // (the same for every bind of one stream): a stream bound at its origin starts at slot 0, which
+  // the rolling loop's fixed slots rely on (stream_rolling).
   __device__ __forceinline__ void bind(const DecodeGemmArgs& args, const DecodeView& v, int tok0, int lane, int64_t next,
-                                       int64_t end) {
+                                       int64_t end, int64_t origin) {
     extern __shared__ __align__(128) uint8_t ring_smem[];
     const uint32_t base =
         uint32_t(__cvta_generic_to_shared(ring_smem)) + uint32_t(threadIdx.x >> 5) * ring_bytes_per_warp<NT>();
-    slot = uint32_t(next & (kRingSlots - 1)) * kSlotBytes;
+    slot = uint32_t((next - origin) & (kRingSlots - 1)) * kSlotBytes;
     const int p = lane & 7;
     const int64_t elem = (next + kRingAhead) * 64 + p * 8;
     left = int(end - next - kRingAhead);
@@ -368,10 +371,12 @@ struct RingA {
   // next + D - 1; commits one group either way (the waits count groups). Pieces past K and rows past M
   // are zero-filled without a read (cp.async with source size 0: copies of one row by several lanes
   // measured up to 35 % slower).
-  template <int D>
+  // kFixed: the cursor's slot is 0 (a stream bound at its origin, advanced by whole rings with
+  // advance_ring): the slot offsets are compile-time constants, folded into the instructions.
+  template <int D, bool kFixed = false>
   __device__ __forceinline__ void issue() const {
     if (D < left) {
-      const uint32_t s = (slot + uint32_t(D + kRingAhead) * kSlotBytes) & kRingMask;
+      const uint32_t s = ((kFixed ? 0u : slot) + uint32_t(D + kRingAhead) * kSlotBytes) & kRingMask;
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -386,11 +391,11 @@ struct RingA {
   }
   // The B fragments of chunk next + D, the oldest of the kRingAhead chunks in flight. The barrier also
   // orders every lane's reads of the chunk before it ahead of the copy into its slot that follows.
-  template <int D>
+  template <int D, bool kFixed = false>
   __device__ __forceinline__ void read(uint32_t (&a)[NT][4][2]) const {
     asm volatile("cp.async.wait_group %0;" ::"n"(kRingAhead - 1) : "memory");
     __syncwarp();
-    const uint32_t s = (slot + uint32_t(D) * kSlotBytes) & kRingMask;
+    const uint32_t s = ((kFixed ? 0u : slot) + uint32_t(D) * kSlotBytes) & kRingMask;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -413,6 +418,17 @@ struct RingA {
       }
     left -= n;
   }
+  // The same by a whole ring (the slot is unchanged): the rolling loop's fixed slots.
+  __device__ __forceinline__ void advance_ring() {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        src[nt][q] += kRingSlots * 64;
+        k_left[nt][q] -= kRingSlots * 64;
+      }
+    left -= kRingSlots;
+  }
 };
 
 // After the PDL wait (A comes from the previous kernel): the warp's first kRingAhead chunks.
@@ -420,7 +436,7 @@ template <typename T, int NT>
 __device__ __forceinline__ void ring_prefill(const DecodeGemmArgs& args, const DecodeView& v, int64_t j, int64_t j_end,
                                              int tok0, int lane) {
   RingA<T, NT> r;
-  r.bind(args, v, tok0, lane, j - kRingAhead, j_end);  // copies continue at chunk j
+  r.bind(args, v, tok0, lane, j - kRingAhead, j_end, j);  // copies continue at chunk j (the origin)
   [&]<int... Ds>(std::integer_sequence<int, Ds...>) { (r.template issue<Ds>(), ...); }(
       std::make_integer_sequence<int, kRingAhead>{});
 }
@@ -447,10 +463,11 @@ struct RowBlockStream {
   // depends only on column n of B, and those columns are never stored. (kRingA zero-fills them.)
   // kRingA: chunks [j, j + kRingAhead) (within j_end) are already in flight (ring_prefill, or the
   // stream bound before this one).
+  // origin (kRingA): the first chunk of the warp's stream, that of its ring_prefill.
   __device__ __forceinline__ void bind_activations(const DecodeGemmArgs& args, const DecodeView& v, int64_t j,
-                                                   int tok0, int lane, int64_t j_end) {
+                                                   int tok0, int lane, int64_t j_end, int64_t origin) {
     if constexpr (kRingA) {
-      ring.bind(args, v, tok0, lane, j, j_end);  // its next copy: chunk j + kRingAhead
+      ring.bind(args, v, tok0, lane, j, j_end, origin);  // its next copy: chunk j + kRingAhead
     } else if constexpr (kFragA) {
       // Token tiles past the last read the last one (their MMA columns are never stored).
       const int64_t last_tile = (v.m - 1) / 8;
@@ -505,18 +522,23 @@ struct RowBlockStream {
   }
   // Computes the group whose weights are in w, chunk by chunk (u a compile-time constant: the ring
   // takes it as a template argument).
+  // kPhase >= 0 (kRingA, rolling loop): the group is chunks kPhase.. of a ring whose cursor sits at
+  // slot 0 (RingA's kFixed); -1: the cursor is at the group's first chunk.
+  template <int kPhase = -1>
   __device__ __forceinline__ void compute(const WeightRegs<R, U>& w, float (&acc)[R][NT][4]) {
-    [&]<int... Us>(std::integer_sequence<int, Us...>) { (compute_chunk_at<Us>(w, acc), ...); }(
+    [&]<int... Us>(std::integer_sequence<int, Us...>) { (compute_chunk_at<Us, kPhase>(w, acc), ...); }(
         std::make_integer_sequence<int, U>{});
   }
   // Chunk u of the group. kRingA: its fragments from the ring, then the copy of the chunk kRingAhead
   // after it into the slot of the chunk before it.
-  template <int u>
+  template <int u, int kPhase = -1>
   __device__ __forceinline__ void compute_chunk_at(const WeightRegs<R, U>& w, float (&acc)[R][NT][4]) {
     uint32_t act_regs[NT][4][2];
     if constexpr (kRingA) {
-      ring.template read<u>(act_regs);
-      ring.template issue<u>();
+      constexpr bool kFixed = kPhase >= 0;
+      constexpr int D = kFixed ? kPhase + u : u;
+      ring.template read<D, kFixed>(act_regs);
+      ring.template issue<D, kFixed>();
     } else {
       load_activations(u, act_regs);
     }
@@ -556,11 +578,11 @@ __device__ __forceinline__ int64_t full_chunks(const DecodeGemmArgs& args) { ret
 template <typename T, int NT, int R, int G, bool kFragA, bool kSmemA = false, bool kRingA = false>
 __device__ __forceinline__ int64_t stream_unchecked(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
                                                     int64_t j, int64_t j_stop, int tok0, int lane,
-                                                    float (&acc)[R][NT][4]) {
+                                                    float (&acc)[R][NT][4], int64_t origin) {
   if (j + G > j_stop) return j;
   RowBlockStream<T, NT, R, G, kFragA, kSmemA, kRingA> st;
   st.bind_weights(args, v.b_codes, v.b_scales, rb, j, lane);
-  st.bind_activations(args, v, j, tok0, lane, j_stop);
+  st.bind_activations(args, v, j, tok0, lane, j_stop, origin);
   for (; j + G <= j_stop; j += G) {
     WeightRegs<R, G> w;
     st.load_weights(w);
@@ -575,15 +597,17 @@ __device__ __forceinline__ int64_t stream_unchecked(const DecodeGemmArgs& args, 
 // every chunk is read unchecked; the last partial group goes chunk by chunk.
 // kSmemA (A staged in shared memory, zero-padded to whole chunks): the same.
 // kRingA (ring of row-major A, zero-filled past K): the same.
+// origin (kRingA): the first chunk of the warp's stream (its ring_prefill); j by default.
 template <typename T, int NT, int R, int U, bool kFragA = false, bool kSmemA = false, bool kRingA = false>
 __device__ __forceinline__ void stream_row_block(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
                                                  int64_t j, int64_t j_end, int tok0, int lane,
-                                                 float (&acc)[R][NT][4]) {
+                                                 float (&acc)[R][NT][4], int64_t origin = -1) {
+  if (origin < 0) origin = j;
   if constexpr (kFragA || kSmemA || kRingA) {
-    j = stream_unchecked<T, NT, R, U, kFragA, kSmemA, kRingA>(args, v, rb, j, j_end, tok0, lane, acc);
-    stream_unchecked<T, NT, R, 1, kFragA, kSmemA, kRingA>(args, v, rb, j, j_end, tok0, lane, acc);
+    j = stream_unchecked<T, NT, R, U, kFragA, kSmemA, kRingA>(args, v, rb, j, j_end, tok0, lane, acc, origin);
+    stream_unchecked<T, NT, R, 1, kFragA, kSmemA, kRingA>(args, v, rb, j, j_end, tok0, lane, acc, origin);
   } else {
-    j = stream_unchecked<T, NT, R, U, false>(args, v, rb, j, min(j_end, full_chunks(args)), tok0, lane, acc);
+    j = stream_unchecked<T, NT, R, U, false>(args, v, rb, j, min(j_end, full_chunks(args)), tok0, lane, acc, origin);
     for (; j < j_end; j += U) {
       ChunkRegs<NT, R, U> regs;
       load_group<T, NT, R, U>(args, v, regs, rb, j, j_end, tok0, lane);
@@ -603,20 +627,34 @@ template <typename T, int NT, int R, int H, int P, bool kFragA, bool kSmemA, boo
 __device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kFragA, kSmemA, kRingA>& st,
                                                   WeightRegs<R, H> (&w)[P],
                                                   int64_t j, int64_t j_stop, float (&acc)[R][NT][4]) {
-  for (; j + 2 * P * H <= j_stop; j += P * H) {
+  if constexpr (kRingA && P * H == kRingSlots) {
+    // One iteration is one turn of the ring, which st (bound at its origin) starts at slot 0: fixed
+    // slots, the cursors moved once per turn.
+    for (; j + 2 * P * H <= j_stop; j += P * H) {
+      [&]<int... Hs>(std::integer_sequence<int, Hs...>) {
+        ((st.template compute<Hs * H>(w[Hs], acc), st.load_next_weights(w[Hs])), ...);
+      }(std::make_integer_sequence<int, P>{});
+      st.ring.advance_ring();
+    }
+    [&]<int... Hs>(std::integer_sequence<int, Hs...>) { (st.template compute<Hs * H>(w[Hs], acc), ...); }(
+        std::make_integer_sequence<int, P>{});
+    return j + P * H;
+  } else {
+    for (; j + 2 * P * H <= j_stop; j += P * H) {
+#pragma unroll
+      for (int h = 0; h < P; ++h) {
+        st.compute(w[h], acc);
+        st.advance_activations();
+        st.load_next_weights(w[h]);
+      }
+    }
 #pragma unroll
     for (int h = 0; h < P; ++h) {
       st.compute(w[h], acc);
       st.advance_activations();
-      st.load_next_weights(w[h]);
     }
+    return j + P * H;
   }
-#pragma unroll
-  for (int h = 0; h < P; ++h) {
-    st.compute(w[h], acc);
-    st.advance_activations();
-  }
-  return j + P * H;
 }
 
 // Parts of a rolling load group: halves, except single chunks for the 16-token 16-row tile. H100
@@ -642,7 +680,7 @@ __device__ __forceinline__ void stream_row_block_rolling(const DecodeGemmArgs& a
     for (int h = 0; h < P; ++h) {
       st.load_next_weights(w[h]);
     }
-    st.bind_activations(args, v, j, tok0, lane, j_stop);
+    st.bind_activations(args, v, j, tok0, lane, j_stop, j);
     j = stream_rolling(st, w, j, j_stop, acc);
   }
   stream_row_block<T, NT, R, U, kFragA>(args, v, rb, j, j_end, tok0, lane, acc);
@@ -887,10 +925,10 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
       view = wait_view(args);
       if constexpr (kRingA) ring_prefill<T, NT>(args, view, j, j_end, tok0, lane);
       if (early) {
-        st.bind_activations(args, view, j, tok0, lane, j_stop);
+        st.bind_activations(args, view, j, tok0, lane, j_stop, j_begin);  // at its origin: slot 0
         j = stream_rolling(st, w, j, j_stop, acc);
       }
-      stream_row_block<T, NT, R, U, kFragA, kStageA, kRingA>(args, view, rb, j, j_end, tok0, lane, acc);
+      stream_row_block<T, NT, R, U, kFragA, kStageA, kRingA>(args, view, rb, j, j_end, tok0, lane, acc, j_begin);
     } else {
       const bool early = j + U <= (kPadded ? j_end : min(j_end, full_chunks(args)));
       RowBlockStream<T, NT, R, U, kFragA, kStageA, kRingA> st;
@@ -904,11 +942,11 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
       if constexpr (!G) view = wait_view(args);
       if constexpr (kRingA) ring_prefill<T, NT>(args, view, j, j_end, tok0, lane);
       if (early) {
-        st.bind_activations(args, view, j, tok0, lane, j_end);
+        st.bind_activations(args, view, j, tok0, lane, j_end, j_begin);
         st.compute(w, acc);
         j += U;
       }
-      stream_row_block<T, NT, R, U, kFragA, kStageA, kRingA>(args, view, rb, j, j_end, tok0, lane, acc);
+      stream_row_block<T, NT, R, U, kFragA, kStageA, kRingA>(args, view, rb, j, j_end, tok0, lane, acc, j_begin);
     }
   } else if constexpr (kRoll) {
     stream_row_block_rolling<T, NT, R, U, false>(args, view, rb, j_begin, j_end, tok0, lane, acc);
