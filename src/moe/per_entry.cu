@@ -78,7 +78,7 @@ constexpr int kUB = 8;   // FC2: chunks per load group (one tile)
 constexpr int kUBRoll = 4;  // FC2 with rolling groups (per_entry_fc2_rolls)
 constexpr int kMaxTopK = int(kPerEntryMaxTopK);
 constexpr int kMaxUnits = kMaxTopK + kWarps;  // units = n_local * KS, bounded in choose_splits
-constexpr int kMaxGroup = 8;  // tokens of one kernel-A slice: the 8 columns of mma.m16n8k16
+constexpr int kMaxGroup = kPerEntryMaxSliceTokens;  // tokens of one kernel-A slice (per_entry.h)
 constexpr float kDecodeMul = gemm_impl::kWeightDecodeScale;
 // Launch kernel B with programmatic dependent launch (its first weight loads overlap kernel A). With
 // false, B starts after A has finished, as an ordinary stream-ordered launch (same results).
@@ -222,14 +222,15 @@ __device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, ui
   if constexpr (kMode == GatherMode::kQuantize) {
     // Two threads per block, 8 elements each (their amax meets in one shuffle): half the dependent
     // chain of one thread per block, and every thread busy (H100 session 6).
-    const float gs = a.fc1_act_global[a.per_expert ? le : 0];
+    // The global scale's terms once, not once per trip (nvfp4_exact_roundtrip_lanes).
+    const auto c = quant::nvfp4_scale_const<QuantNumerics::kExact>(a.fc1_act_global[a.per_expert ? le : 0]);
     const uint16_t* src = static_cast<const uint16_t*>(a.input) + int64_t(t) * a.hidden;
     for (int h0 = part * kThreads; h0 < 2 * blocks; h0 += parts * kThreads) {  // the same trips for every thread
       const int h = h0 + int(threadIdx.x);
       const bool live = h < 2 * blocks;
       float x[8] = {};
       if (live) unpack8<kBF16>(__ldg(reinterpret_cast<const uint4*>(src + h * 8)), x);
-      nvfp4_exact_roundtrip_lanes<8>(x, gs);
+      nvfp4_exact_roundtrip_lanes<8>(x, c);
       if (live) *reinterpret_cast<uint4*>(xs + h * 8) = pack8<kBF16>(x);
     }
   } else {

@@ -44,11 +44,12 @@ constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int sm_coun
 // Each CTA finds its slice by scanning the T·k routing ids: not beyond kPerEntryMaxSliceScan entries
 // (a forced per-entry path at large T keeps one entry per CTA).
 constexpr int64_t kPerEntryMaxSliceScan = 256;
+constexpr int kPerEntryMaxSliceTokens = 8;  // the 8 columns of mma.m16n8k16 (kernel A's part array)
 constexpr int per_entry_fc1_group(int64_t tokens, int64_t top_k, int64_t hidden, int64_t e_local) {
   if (tokens < 2 || !experts_repeat(tokens, top_k, e_local) || tokens * top_k > kPerEntryMaxSliceScan) return 1;
   const int64_t fit = hidden > 0 ? (32 * 1024) / (2 * hidden) : 1;
   const int64_t g = tokens < fit ? tokens : fit;
-  return g < 1 ? 1 : g > 8 ? 8 : int(g);
+  return g < 1 ? 1 : g > kPerEntryMaxSliceTokens ? kPerEntryMaxSliceTokens : int(g);
 }
 
 // Runs the whole layer for T = d.tokens > 0 tokens. Assumes fused_moe's argument and workspace
