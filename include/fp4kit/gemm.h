@@ -47,7 +47,7 @@ struct GemmParams {
   DType a_dtype = DType::kBF16;        // kBF16 / kFP16 (W4A16) or kE2M1x2 (W4A4)
   const void* a = nullptr;             // W4A16: [m, lda] 16-bit; W4A4: codes [m, lda/2] bytes
   int64_t lda = 0;                     // elements; 0 means k
-  const uint8_t* a_scales = nullptr;   // W4A4 only: E4M3 scales of A in the 128x4 layout
+  const uint8_t* a_scales = nullptr;   // W4A4 only: E4M3 scales of A in the 128x4 layout, 4-byte aligned
   const void* b_prepacked = nullptr;   // from prepack_weights(n, k)
   int64_t b_prepacked_bytes = 0;
   const float* alpha = nullptr;        // device, 1 float

@@ -40,7 +40,8 @@ Status validate(const GemmParams& p, const char* fn) {
       .size_fits(p.m, ldd, 2, "D")
       .buffer(p.b_prepacked_bytes, prepacked_weight_bytes(p.n, p.k), "b_prepacked")
       .aligned(p.b_prepacked, 16, "b_prepacked");
-  if (w4a4) check.not_null(p.a_scales, "a_scales");
+  // (W4A4: the scales are read a 32-bit word per row and chunk; decode_kernel.cuh RingA4)
+  if (w4a4) check.not_null(p.a_scales, "a_scales").aligned(p.a_scales, 4, "a_scales");
   return check.status();
 }
 

@@ -199,7 +199,15 @@ bool device_hbm_rich() {
   return rich;
 }
 
-int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w4a4, bool rich) {
+bool w4a4_ring_enabled(bool rich) {
+  static const int forced = [] {
+    const char* e = std::getenv("FP4KIT_W4A4_RING");
+    return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == 0 ? e[0] - '0' : -1;
+  }();
+  return forced >= 0 ? forced == 1 : !rich;
+}
+
+int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w4a4, bool rich, bool bf16_out) {
   // H100, W4A16, M = 1..16 over the bench shapes (docs/PERF.md, session 2): one CTA per 16- or
   // 32-row block, K split over its 8 warps, beats stream-K over warps everywhere there are enough
   // CTAs (8192x8192 M=1: 20.7 vs 29.0 us; 4096x4096: 9.3 vs 18.9 us); 32-row blocks from 5 tokens
@@ -314,6 +322,15 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // HBM-rich devices (H200) take that tile from 1 token on: its warps stream twice the weight bytes
   // per chunk step of the 16-row tile's (session 19 run 3, forced, graph us, 8192x8192 M = 1 / 2 / 3:
   // 11.59 / 11.63 / 11.96 vs 11.70 / 12.35 / 13.12 for the row-major rolling 16-row tile).
+  // W4A4 at 3..8 tokens where the 32-row tiles' CTAs stream 8 K slices of >= 16 chunks: the rolling
+  // 32-row tile on the NVFP4 ring (w4a4_ring_enabled, decode_host.cu ring_a), no arrangement kernel in
+  // front. H100 session 23 run 4 (graph us with PDL, medians of 3, arranged tile -> this one): 8192x8192
+  // M = 3..8 16.42-16.53 -> 15.67-15.77 (tactic 51 before), 8192x28672 49.11-49.20 -> 48.58-48.97 (31).
+  // Not on the other tiles: the per-warp A decode doubles the loop's instructions (SASS: 52 590 -> 960
+  // per 4-chunk turn), which only the 32-row tile's two row tiles amortize (ring for every frag tile,
+  // same run: down M = 3..8 +12 % on the 16-row tile, qkv +42 %, 16-token tiles +20..+47 %).
+  if (w4a4 && bf16_out && m >= 3 && w4a4_ring_enabled(rich) && r32 && kw32 == 8 && chunks_per_warp(32) >= 16)
+    return decode_dpf_id(1, 2, 4, true);
   if (m >= 6 || (m == 5 && chunks_per_warp(r32 ? 32 : 16) <= 32) || (w4a4 && m >= 3) || ring ||
       ((m == 4 || rich) && r32_ring_over_arranged_r16)) {
     if (r32_ring_over_arranged_r16) return decode_dpf_id(1, 2, 4, decode_roll(1, 2, chunks_per_warp(32)));
@@ -504,7 +521,8 @@ static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count, bool ri
   if (const int id = small_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   if (const int id = mid_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   // The dp decode family wherever its CTAs fill the GPU: up to 16 tokens, up to 32 on small layers.
-  if (const int id = decode_dp_heuristic(p.m, p.n, p.k, sm_count, p.a_dtype == DType::kE2M1x2, rich); id >= 0)
+  if (const int id = decode_dp_heuristic(p.m, p.n, p.k, sm_count, p.a_dtype == DType::kE2M1x2, rich,
+                                         p.d_dtype == DType::kBF16); id >= 0)
     return id;
   // H100 measurements (docs/PERF.md): above 16 tokens the wgmma family's 128x64 tile already beats
   // the decode family's 32-token tiles. (W4A4 decodes A into the workspace first in both families,

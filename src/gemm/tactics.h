@@ -52,6 +52,12 @@ constexpr double kHbmRichGbpsPerSm = 33.0;
 bool hbm_rich(double dram_peak_gbps, int sm_count);
 // hbm_rich() of the current device (device_info()); FP4KIT_HBM_RICH=0 or 1 overrides it (A/B runs).
 bool device_hbm_rich();
+// W4A4 on the 8-token 32-row fragment-order tiles whose warps stream 8 K slices: the warps' rings carry
+// the NVFP4 codes and scales and the warps decode them (decode_kernel.cuh RingA4), instead of waiting
+// for the arrangement kernel. On where measured faster: devices that are not HBM-rich (`rich`:
+// hbm_rich(); H100, session 23); FP4KIT_W4A4_RING=0 or 1 overrides it (A/B runs).
+// decode_dp_heuristic's W4A4 rule and decode_host.cu's ring_a (with device_hbm_rich()) follow it.
+bool w4a4_ring_enabled(bool rich);
 
 // Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).
 int heuristic_tactic(const GemmParams& p, int sm_count, bool rich = false);
@@ -63,7 +69,9 @@ int fit_token_tile(int id, int64_t m);
 // The data-parallel decode tactic for m tokens over `rows` weight rows of depth k, or -1 when
 // stream-K is the better decomposition (too few CTAs to fill the GPU).
 // (w4a4: A is NVFP4; from 3 tokens on it takes the fragment-order tiles, whose arrangement kernel decodes A.)
-int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w4a4 = false, bool rich = false);
+// bf16_out: the output is BF16 (W4A4's NVFP4 ring kernel exists only for it).
+int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w4a4 = false, bool rich = false,
+                        bool bf16_out = true);
 
 // Warps per row block of the dp decode kernel (decode_host.cu) from K alone: the largest power of
 // two <= k_chunks / 8 within [1, 8], so that each warp streams >= ~8 chunks (two load groups).

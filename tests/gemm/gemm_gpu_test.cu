@@ -301,6 +301,15 @@ TEST(GemmGpu, W4A4RaggedAllTactics) {
   EXPECT_GT(run_case({6, 200, 1040, DType::kE2M1x2, DType::kBF16, true, 16}, seed++), 0);
   EXPECT_GT(run_case({2, 130, 80, DType::kE2M1x2, DType::kFP16, false, 16}, seed++), 0);
   EXPECT_GT(run_case({9, 200, 544, DType::kE2M1x2, DType::kFP16, false, 32}, seed++), 0);
+  // K >= 64 chunks and few row blocks (8 warps per row block): the fragment-order tiles read the
+  // NVFP4 codes and scales through the warps' rings (decode_kernel.cuh RingA4) with BF16 output — a
+  // partial token tile (rows past M zero-filled), K % 64 == 32 and K % 32 == 16 (pieces and scales past
+  // K zero-filled), strided A — and arrange A with FP16 output.
+  EXPECT_GT(run_case({13, 1040, 4128, DType::kE2M1x2, DType::kBF16, true, 32}, seed++), 0);
+  EXPECT_GT(run_case({6, 260, 4144, DType::kE2M1x2, DType::kBF16, false, 16}, seed++), 0);
+  EXPECT_GT(run_case({16, 520, 4160, DType::kE2M1x2, DType::kBF16, true}, seed++), 0);
+  EXPECT_GT(run_case({5, 260, 4160, DType::kE2M1x2, DType::kFP16, false}, seed++), 0);
+  EXPECT_GT(run_case({7, 8208, 4160, DType::kE2M1x2, DType::kBF16, true}, seed++), 0);
 }
 
 // W4A4 on the dense dp tiles at 1..2 tokens (K <= 4096) decodes NVFP4 A inside the GEMM (each CTA
@@ -450,6 +459,8 @@ TEST(GemmApi, RejectsBadArguments) {
   p.a_dtype = DType::kE2M1x2;  // W4A4 needs a_scales
   p.lda = 64;
   EXPECT_EQ(gemm(p, nullptr, 0, nullptr).code(), StatusCode::kInvalidArgument);
+  p.a_scales = reinterpret_cast<const uint8_t*>(0x5002);  // (read as 32-bit words)
+  EXPECT_EQ(gemm(p, nullptr, 0, nullptr).code(), StatusCode::kMisaligned);
   p.a_scales = reinterpret_cast<const uint8_t*>(0x5000);
   p.k = 48, p.lda = 48;  // W4A4 rows must be 16-byte aligned: k % 32
   EXPECT_EQ(gemm(p, nullptr, 0, nullptr).code(), StatusCode::kInvalidArgument);

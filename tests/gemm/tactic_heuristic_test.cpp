@@ -52,10 +52,17 @@ TEST(GemmHeuristic, HbmRichDeviceRules) {
     // Points the rich rules leave alone.
     EXPECT_EQ(pick_on(true, 1, 4096, 14336, w4a4), pick_on(false, 1, 4096, 14336, w4a4));
     EXPECT_EQ(pick_on(true, 1, 6144, 4096, w4a4), pick_on(false, 1, 6144, 4096, w4a4));
-    EXPECT_EQ(pick_on(true, 8, 8192, 28672, w4a4), pick_on(false, 8, 8192, 28672, w4a4));
+    if (!w4a4) EXPECT_EQ(pick_on(true, 8, 8192, 28672, w4a4), pick_on(false, 8, 8192, 28672, w4a4));
     EXPECT_EQ(pick_on(true, 16, 4096, 14336, w4a4), pick_on(false, 16, 4096, 14336, w4a4));
     EXPECT_EQ(pick_on(true, 64, 8192, 28672, w4a4), pick_on(false, 64, 8192, 28672, w4a4));
-    EXPECT_EQ(pick_on(true, 3, 8192, 28672, w4a4), pick_on(false, 3, 8192, 28672, w4a4));  // (1..2 tokens only)
+    if (!w4a4) EXPECT_EQ(pick_on(true, 3, 8192, 28672, w4a4), pick_on(false, 3, 8192, 28672, w4a4));  // (1..2 tokens only)
+  }
+  // W4A4 at 3..8 tokens on the 32-row tiles with 8 K slices of >= 16 chunks: the NVFP4 ring tile on the
+  // H100 (measured there, session 23), the arranged tiles on HBM-rich devices (not measured there).
+  for (int64_t m : {3, 5, 8}) {
+    EXPECT_EQ(pick_on(false, m, 8192, 28672, true), "decode_dpfr_m8_r32_u4");
+    EXPECT_EQ(pick_on(true, m, 8192, 28672, true), "decode_dpf_m8_r32_u4");
+    EXPECT_EQ(pick_on(false, m, 8192, 8192, true), "decode_dpfr_m8_r32_u4");
   }
   // W4A16 8192x8192-like layers: the 32-row ring tile from 1 token on (H100: from 4).
   for (int64_t m : {1, 2, 3}) {
@@ -114,15 +121,22 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   {
     GemmParams p;
     // W4A4 from 3 tokens on: the fragment-order tiles (the arrangement decodes A instead of the
-    // staging kernel), whatever K.
+    // staging kernel), whatever K — with BF16 output on 32-row tiles of 8 K slices of >= 16 chunks,
+    // the rolling one on the NVFP4 ring (no arrangement).
     p.m = 4, p.n = 8192, p.k = 8192, p.a_dtype = DType::kE2M1x2;
-    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpfr_m8_r16_u4");
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpfr_m8_r32_u4");
     p.m = 3;
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpfr_m8_r32_u4");
+    p.d_dtype = DType::kFP16;  // (no NVFP4 ring kernel for FP16 output: the arranged tiles)
     EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpfr_m8_r16_u4");
+    p.d_dtype = DType::kBF16;
     p.m = 2;
     EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpr_m8_r16_u4");
     p.m = 5, p.n = 8192, p.k = 28672;  // (W4A16: the dp tile, 56 chunks per warp)
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpfr_m8_r32_u4");
+    p.d_dtype = DType::kFP16;
     EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpf_m8_r32_u4");
+    p.d_dtype = DType::kBF16;
     p.m = 3, p.n = 28672, p.k = 4096;
     EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpfr_m8_r32_u4");
     p.n = 4096;

@@ -44,8 +44,8 @@ size_t stage_a_smem_bytes(const Tactic& t, const GemmParams& p) {
 int sm_count() { return device_info().available ? device_info().sm_count : 132; }
 
 // W4A16 on the fragment-order tiles: the kernel reads row-major A through per-warp shared-memory rings
-// (decode_dp_kernel's kRingA) instead of waiting for arrange_activations (W4A4 still arranges: its A
-// must be decoded first). The API's alignment (A 16-byte aligned, lda % 8 == 0) is what the ring's
+// (decode_dp_kernel's kRingA) instead of waiting for arrange_activations (W4A4 arranges, except on the
+// tile of the NVFP4 ring below). The API's alignment (A 16-byte aligned, lda % 8 == 0) is what the ring's
 // 16-byte cp.async copies need. Only where the CTA's warps stream different K slices (kw = 8): with
 // fewer warps per row block, the warps of a CTA that share a K slice each copy the same A chunks,
 // where the arranged A is read once through L1. H100 (docs/PERF.md session 17, graph replay with PDL,
@@ -53,8 +53,14 @@ int sm_count() { return device_info().available ? device_info().sm_count : 132; 
 // 53.1 -> 46.2 / 52.0 us, 8192x8192 M = 16 18.4 -> 17.3, o M = 16 8.2 -> 6.5), while 8192x8192's
 // 8-token tile (kw = 4) lost 4-6 % with the ring (also with L1-allocating copies) and gate_up (kw = 2)
 // moved by -2..+3 %.
+// W4A4 (w4a4_ring_enabled, BF16 output): the NVFP4 ring (RingA4) on the tile it is instantiated for
+// (the rolling 8-token 32-row tile; decode_launch.cuh).
+sm90::DecodeKernelFn w4a4_ring_kernel(const Tactic& t, const GemmParams& p) {
+  if (p.a_dtype != DType::kE2M1x2 || p.d_dtype != DType::kBF16 || !w4a4_ring_enabled(device_hbm_rich())) return nullptr;
+  return sm90::decode_dpf_w4a4_ring_kernel_for<__nv_bfloat16>(t.nt, t.rows, t.unroll, t.roll);
+}
 bool ring_a(const Tactic& t, const GemmParams& p) {
-  if (!t.frag_a || p.a_dtype == DType::kE2M1x2) return false;
+  if (!t.frag_a || (p.a_dtype == DType::kE2M1x2 && !w4a4_ring_kernel(t, p))) return false;
   const int64_t row_blocks = (p.n + 16 * t.rows - 1) / (16 * t.rows);
   return dense_dp_warps_per_row_block(row_blocks, prepacked_shape(p.n, p.k).k_chunks, sm_count()) == 8;
 }
@@ -65,6 +71,7 @@ sm90::DecodeKernelFn kernel_for(const Tactic& t, const GemmParams& p) {
   if (stage_a_smem_bytes(t, p) > 0) return stage_kernel_for(t, p);
   if (t.frag_a) {
     const bool ring = ring_a(t, p);
+    if (ring && p.a_dtype == DType::kE2M1x2) return w4a4_ring_kernel(t, p);
     if (operand_type(p) == DType::kBF16)
       return sm90::decode_dpf_kernel_for<__nv_bfloat16, __nv_bfloat16>(t.nt, t.rows, t.unroll, t.roll, ring);
     return sm90::decode_dpf_kernel_for<__half, __half>(t.nt, t.rows, t.unroll, t.roll, ring);
@@ -225,7 +232,9 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
   GemmParams p = p_in;
   bool pdl = p_in.enable_pdl;
   const size_t stage_smem = stage_a_smem_bytes(t, p_in);  // > 0: the GEMM decodes A itself
-  const bool ring = ring_a(t, p_in);  // (row-major A through the warps' rings: nothing in front)
+  // (A through the warps' rings: nothing in front. W4A4: NVFP4 codes and scales, RingA4.)
+  const bool ring = ring_a(t, p_in);
+  const bool w4a4 = p_in.a_dtype == DType::kE2M1x2;
   if (t.frag_a && !ring) {
     // One kernel copies (W4A16) or decodes (W4A4) A into fragment order.
     FP4KIT_RETURN_IF_ERROR(arrange_activations(p_in, workspace, stream));
@@ -237,7 +246,7 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
     // The GEMM depends on the arrangement, whose own wait covers the caller's kernels: it may always
     // launch early (its weights were final before the arrangement started).
     pdl = true;
-  } else {
+  } else if (!(ring && w4a4)) {
     if (stage_smem == 0) FP4KIT_RETURN_IF_ERROR(stage_activations(p, workspace, stream));
     workspace = static_cast<uint8_t*>(workspace) + staged_a_bytes(p_in);
   }
@@ -253,6 +262,11 @@ Status decode_launch(const Tactic& t, const GemmParams& p_in, void* workspace, s
   a.b_scales = reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.b_prepacked) + s.code_bytes());
   a.bias = p.bias;
   a.l2_prefetch_chunks = l2_prefetch;
+  if (ring && w4a4) {  // NVFP4 A through the rings, decoded by each warp
+    a.a_scales = static_cast<const uint8_t*>(p.a_scales);
+    a.a_row_bytes = (p.lda ? p.lda : p.k) / 2;
+    a.a_sf_cols = format::round_up(p.k / 16, 4);
+  }
   if (stage_smem > 0) {  // NVFP4 A, decoded by each CTA into [m][k_pad + 8] 16-bit shared memory
     a.lda = stage_a_row(p);
     a.a_scales = static_cast<const uint8_t*>(p.a_scales);

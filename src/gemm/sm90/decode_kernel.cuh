@@ -431,24 +431,164 @@ struct RingA {
   }
 };
 
-// After the PDL wait (A comes from the previous kernel): the warp's first kRingAhead chunks.
+// kRingA == kRingNvfp4 (W4A4, the rolling 8-token 32-row tile): the ring carries A as it comes, NVFP4 codes and
+// E4M3 scales (128x4 layout), and each lane decodes its own B fragments from it, so that no kernel
+// (arrangement, staging) precedes the GEMM. Per token tile and chunk a slot holds the 8 tokens' 32
+// code bytes at token * 32 and their 4 scale bytes at 256 + token * 4 (in the 128x4 layout a row's
+// four 16-element blocks of one 64-element chunk are one aligned word; the next chunk's is 512 bytes
+// on). Lanes 0..15 copy a 16-byte code half (token lane / 2), lanes 16..23 a scale word (token
+// lane - 16), with cp.async; codes and scales past K and rows past M are zero-filled without a read,
+// so those products are 0 (a scale byte past K may be anything, a NaN included). Decoding: codes as
+// the weights' (e2m1 * 2^-126 in BF16: sign at 15, e1 e0 m at 8..6) times sf * 2^119 (exact from
+// `cvt.rn.f16x2.e4m3x2`, subnormal scales included), so the activations are a * sf * 2^-7, exactly,
+// like the weights: the accumulator holds the true sum times 2^-14, undone before alpha
+// (kRingA4Shift). Slot geometry as RingA (kRingTileBytes per tile), of which 288 bytes are used.
+constexpr int kRingRows = 1;   // RingA: row-major 16-bit A
+constexpr int kRingNvfp4 = 2;  // RingA4: NVFP4 A
+constexpr int kRingA4Shift = 7;
 template <typename T, int NT>
+struct RingA4 {
+  static_assert(std::is_same_v<T, __nv_bfloat16>, "RingA4: BF16 operands");
+  static constexpr uint32_t kSlotBytes = NT * kRingTileBytes;
+  static constexpr uint32_t kRingMask = kRingSlots * kSlotBytes - 1;
+  static constexpr int kDeadRow = -(1 << 30);
+  const uint8_t* src[NT];  // the lane's piece (code half or scale word) of tile nt at chunk next + kRingAhead
+  uint32_t dst;            // shared address of the lane's piece in tile 0 of slot 0
+  uint32_t rd;             // shared address of the lane's token row (codes) in tile 0 of slot 0
+  uint32_t sd;             // the same for its scale word, less 256
+  uint32_t slot;           // offset of chunk next's slot in the ring
+  int k_left[NT];          // K elements from the lane's piece to the end of K (kDeadRow: row past M)
+  int left;                // chunks of the warp's range from chunk next + kRingAhead on (<= 0: none)
+  int src_shift;           // log2 of the source bytes per chunk: 5 (codes) or 9 (scales)
+  uint32_t sel;            // __byte_perm selector: byte c = lane & 3 of a word, zero-extended
+
+  __device__ __forceinline__ void bind(const DecodeGemmArgs& args, const DecodeView& v, int tok0, int lane, int64_t next,
+                                       int64_t end, int64_t origin) {
+    extern __shared__ __align__(128) uint8_t ring_smem[];
+    const uint32_t base =
+        uint32_t(__cvta_generic_to_shared(ring_smem)) + uint32_t(threadIdx.x >> 5) * ring_bytes_per_warp<NT>();
+    slot = uint32_t((next - origin) & (kRingSlots - 1)) * kSlotBytes;
+    left = int(end - next - kRingAhead);
+    const int64_t chunk = next + kRingAhead;
+    const bool code_lane = lane < 16;
+    const int r = code_lane ? lane >> 1 : (lane - 16) & 7, h = lane & 1;
+    // (lanes 24..31 copy nothing: their zero-fills land in the tile's unused bytes)
+    dst = base + (code_lane ? uint32_t(r * 32 + h * 16) : uint32_t((lane < 24 ? 256 : 512) + r * 4));
+    rd = base + uint32_t((lane >> 2) * 32);
+    sd = base + uint32_t((lane >> 2) * 4);
+    src_shift = code_lane ? 5 : 9;
+    sel = 0x4440u | uint32_t(lane & 3);
+    const int64_t elem = chunk * 64 + (code_lane ? h * 32 : 0);
+    const uint8_t* codes = static_cast<const uint8_t*>(v.a);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int tok = tok0 + nt * 8 + r;
+      k_left[nt] = tok < v.m && lane < 24 ? int(int64_t(args.k) - elem) : kDeadRow;
+      const int64_t t = min(tok, v.m - 1);
+      src[nt] = code_lane ? codes + t * args.a_row_bytes + elem / 2
+                          : args.a_scales + format::sf_offset_128x4(t, 4 * chunk, args.a_sf_cols);
+    }
+  }
+  template <int D, bool kFixed = false>
+  __device__ __forceinline__ void issue() const {
+    if (D < left) {
+      const uint32_t s = ((kFixed ? 0u : slot) + uint32_t(D + kRingAhead) * kSlotBytes) & kRingMask;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int kl = k_left[nt] - D * 64;
+        const uint8_t* p = src[nt] + (int64_t(D) << src_shift);
+        if (src_shift == 5) {
+          const uint32_t bytes = uint32_t(min(max(kl, 0) >> 1, 16));  // K % 16 == 0: 0, 8 or 16
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst + s + nt * kRingTileBytes), "l"(p),
+                       "r"(bytes)
+                       : "memory");
+        } else {
+          const uint32_t bytes = uint32_t(min(max(kl, 0) >> 4, 4));  // the 16-element blocks inside K
+          asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst + s + nt * kRingTileBytes), "l"(p),
+                       "r"(bytes)
+                       : "memory");
+        }
+      }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  }
+  // An NVFP4 byte (even element in the low nibble) -> the BF16 pair e2m1 * 2^-126: the byte at bits
+  // 0..7 and 12..19 puts its nibbles at 0..3 and 16..19; then e1 e0 m move up 6 bits, the sign 12.
+  static __device__ __forceinline__ uint32_t code_pair(uint32_t b) {
+    const uint32_t y = (b * 4097u) & 0x000F000Fu;
+    return y * 64u + (y & 0x00080008u) * 4032u;  // (n << 6) + (n & 8) * (2^12 - 2^6)
+  }
+  // Two E4M3 scale bytes (the low 16 bits of x) -> the BF16 pair sf * 2^119, exactly.
+  static __device__ __forceinline__ uint32_t scale_pair(uint32_t x) {
+    uint32_t h;
+    asm("{\n .reg .b16 lo;\n cvt.u16.u32 lo, %1;\n cvt.rn.f16x2.e4m3x2 %0, lo;\n}" : "=r"(h) : "r"(x));
+    const __half2 hv = *reinterpret_cast<const __half2*>(&h);
+    constexpr float k2p119 = 0x1p119f;
+    const __nv_bfloat162 r = __floats2bfloat162_rn(__low2float(hv) * k2p119, __high2float(hv) * k2p119);
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+  template <int D, bool kFixed = false>
+  __device__ __forceinline__ void read(uint32_t (&a)[NT][4][2]) const {
+    asm volatile("cp.async.wait_group %0;" ::"n"(kRingAhead - 1) : "memory");
+    __syncwarp();
+    const uint32_t s = ((kFixed ? 0u : slot) + uint32_t(D) * kSlotBytes) & kRingMask;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const uint32_t at = rd + s + nt * kRingTileBytes;
+      uint32_t w[8], sw;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                   : "r"(at)
+                   : "memory");
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4 + 16];"
+                   : "=r"(w[4]), "=r"(w[5]), "=r"(w[6]), "=r"(w[7])
+                   : "r"(at)
+                   : "memory");
+      asm volatile("ld.shared.u32 %0, [%1 + 256];" : "=r"(sw) : "r"(sd + s + nt * kRingTileBytes) : "memory");
+      const uint32_t sc[2] = {scale_pair(sw), scale_pair(sw >> 16)};
+      using FD = FragmentDecode<T>;
+#pragma unroll
+      for (int st = 0; st < 4; ++st) {
+        const uint32_t p0 = code_pair(__byte_perm(w[2 * st], 0u, sel));
+        const uint32_t p1 = code_pair(__byte_perm(w[2 * st + 1], 0u, sel));
+        a[nt][st][0] = (st & 1) ? FD::template mul<1>(p0, sc[st >> 1]) : FD::template mul<0>(p0, sc[st >> 1]);
+        a[nt][st][1] = (st & 1) ? FD::template mul<1>(p1, sc[st >> 1]) : FD::template mul<0>(p1, sc[st >> 1]);
+      }
+    }
+  }
+  __device__ __forceinline__ void advance(int n) {
+    slot = (slot + uint32_t(n) * kSlotBytes) & kRingMask;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      src[nt] += int64_t(n) << src_shift;
+      k_left[nt] -= n * 64;
+    }
+    left -= n;
+  }
+  __device__ __forceinline__ void advance_ring() { advance(kRingSlots); }
+};
+
+template <typename T, int NT, int kRingA>
+using RingOf = std::conditional_t<kRingA == kRingNvfp4, RingA4<T, NT>, std::conditional_t<kRingA == kRingRows, RingA<T, NT>, char>>;
+
+// After the PDL wait (A comes from the previous kernel): the warp's first kRingAhead chunks.
+template <typename T, int NT, int kRingA>
 __device__ __forceinline__ void ring_prefill(const DecodeGemmArgs& args, const DecodeView& v, int64_t j, int64_t j_end,
                                              int tok0, int lane) {
-  RingA<T, NT> r;
+  RingOf<T, NT, kRingA> r;
   r.bind(args, v, tok0, lane, j - kRingAhead, j_end, j);  // copies continue at chunk j (the origin)
   [&]<int... Ds>(std::integer_sequence<int, Ds...>) { (r.template issue<Ds>(), ...); }(
       std::make_integer_sequence<int, kRingAhead>{});
 }
 
 // kSmemA: row-major A in shared memory, zero-padded to whole chunks (kStageA).
-template <typename T, int NT, int R, int U, bool kFragA = false, bool kSmemA = false, bool kRingA = false>
+template <typename T, int NT, int R, int U, bool kFragA = false, bool kSmemA = false, int kRingA = 0>
 struct RowBlockStream {
   static constexpr int kActStride = kFragA ? 32 * kFragmentWordsPerLane : 32;  // words per chunk
   const uint4* codes[R];
   const uint2* scales[R];
   const unsigned int* act[NT];
-  std::conditional_t<kRingA, RingA<T, NT>, char> ring;
+  RingOf<T, NT, kRingA> ring;
 
   __device__ __forceinline__ void bind_weights(const DecodeGemmArgs& args, const uint4* b_codes, const uint2* b_scales,
                                                int64_t rb, int64_t j, int lane) {
@@ -466,7 +606,7 @@ struct RowBlockStream {
   // origin (kRingA): the first chunk of the warp's stream, that of its ring_prefill.
   __device__ __forceinline__ void bind_activations(const DecodeGemmArgs& args, const DecodeView& v, int64_t j,
                                                    int tok0, int lane, int64_t j_end, int64_t origin) {
-    if constexpr (kRingA) {
+    if constexpr (kRingA != 0) {
       ring.bind(args, v, tok0, lane, j, j_end, origin);  // its next copy: chunk j + kRingAhead
     } else if constexpr (kFragA) {
       // Token tiles past the last read the last one (their MMA columns are never stored).
@@ -534,7 +674,7 @@ struct RowBlockStream {
   template <int u, int kPhase = -1>
   __device__ __forceinline__ void compute_chunk_at(const WeightRegs<R, U>& w, float (&acc)[R][NT][4]) {
     uint32_t act_regs[NT][4][2];
-    if constexpr (kRingA) {
+    if constexpr (kRingA != 0) {
       constexpr bool kFixed = kPhase >= 0;
       constexpr int D = kFixed ? kPhase + u : u;
       ring.template read<D, kFixed>(act_regs);
@@ -557,7 +697,7 @@ struct RowBlockStream {
     advance_weights();
   }
   __device__ __forceinline__ void advance_activations() {
-    if constexpr (kRingA) {
+    if constexpr (kRingA != 0) {
       ring.advance(U);
     } else {
 #pragma unroll
@@ -575,7 +715,7 @@ __device__ __forceinline__ int64_t full_chunks(const DecodeGemmArgs& args) { ret
 
 // Streams the groups of G chunks of row block rb from chunk j while they end by j_stop, without
 // checks (RowBlockStream); returns the first chunk not streamed.
-template <typename T, int NT, int R, int G, bool kFragA, bool kSmemA = false, bool kRingA = false>
+template <typename T, int NT, int R, int G, bool kFragA, bool kSmemA = false, int kRingA = 0>
 __device__ __forceinline__ int64_t stream_unchecked(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
                                                     int64_t j, int64_t j_stop, int tok0, int lane,
                                                     float (&acc)[R][NT][4], int64_t origin) {
@@ -598,7 +738,7 @@ __device__ __forceinline__ int64_t stream_unchecked(const DecodeGemmArgs& args, 
 // kSmemA (A staged in shared memory, zero-padded to whole chunks): the same.
 // kRingA (ring of row-major A, zero-filled past K): the same.
 // origin (kRingA): the first chunk of the warp's stream (its ring_prefill); j by default.
-template <typename T, int NT, int R, int U, bool kFragA = false, bool kSmemA = false, bool kRingA = false>
+template <typename T, int NT, int R, int U, bool kFragA = false, bool kSmemA = false, int kRingA = 0>
 __device__ __forceinline__ void stream_row_block(const DecodeGemmArgs& args, const DecodeView& v, int64_t rb,
                                                  int64_t j, int64_t j_end, int tok0, int lane,
                                                  float (&acc)[R][NT][4], int64_t origin = -1) {
@@ -623,11 +763,11 @@ __device__ __forceinline__ void stream_row_block(const DecodeGemmArgs& args, con
 // (st's weight cursor at j + U, its activation cursor at j); streams the full groups before j_stop
 // and returns the first chunk not streamed. H100 (docs/PERF.md, session 15): faster where each warp's stream is short
 // (down / o / gate_up / 8192x8192 at 6..8 tokens: 3-11 %), slower on the longest streams.
-template <typename T, int NT, int R, int H, int P, bool kFragA, bool kSmemA, bool kRingA>
+template <typename T, int NT, int R, int H, int P, bool kFragA, bool kSmemA, int kRingA>
 __device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kFragA, kSmemA, kRingA>& st,
                                                   WeightRegs<R, H> (&w)[P],
                                                   int64_t j, int64_t j_stop, float (&acc)[R][NT][4]) {
-  if constexpr (kRingA && P * H == kRingSlots) {
+  if constexpr (kRingA != 0 && P * H == kRingSlots) {
     // One iteration is one turn of the ring, which st (bound at its origin) starts at slot 0: fixed
     // slots, the cursors moved once per turn.
     for (; j + 2 * P * H <= j_stop; j += P * H) {
@@ -687,10 +827,11 @@ __device__ __forceinline__ void stream_row_block_rolling(const DecodeGemmArgs& a
 }
 
 // Writes D for row block rb from the accumulator fragments (already summed).
-template <typename OutT, int NT, int R>
+// kAShift: the decoded activations are the true ones times 2^-kAShift (RingA4: kRingA4Shift).
+template <typename OutT, int NT, int R, int kAShift = 0>
 __device__ __forceinline__ void store_block(const DecodeGemmArgs& args, const DecodeView& v, const float (&acc)[R][NT][4],
                                             int64_t rb, int tok0, int lane) {
-  constexpr float kMul = kWeightDecodeScale;
+  constexpr float kMul = kWeightDecodeScale * float(1 << kAShift);
   const float alpha = v.alpha;
   const int g = lane >> 2, c = lane & 3;
   OutT* d = static_cast<OutT*>(v.d);
@@ -847,17 +988,19 @@ __device__ __forceinline__ DecodeView stage_a_in_shared(const DecodeGemmArgs& ar
 // before the launch; args.a points to it). Its tiles of up to 16 tokens are bounded to 2 CTAs/SM
 // (128 registers), where the 4-chunk 16-token configurations still fit without spills (with kRingA the
 // rolling 16-token 32-row tile spills 4 bytes, 20 bytes of reloads; the session-17 timings include it).
-// kRingA (dense, W4A16 on the fragment-order tiles): row-major A through each warp's ring of shared
-// memory (RingA; ring_bytes_per_warp<NT>() x 8 of dynamic shared memory), no arrangement kernel.
+// kRingA (dense, on the fragment-order tiles; no arrangement kernel): kRingRows, W4A16, row-major A
+// through each warp's ring of shared memory (RingA); kRingNvfp4, W4A4 on the rolling 8-token 32-row
+// tile, NVFP4 A through the same rings, decoded by the warps (RingA4). ring_bytes_per_warp<NT>() x 8
+// of dynamic shared memory either way.
 template <typename T, typename OutT, int NT, int R, int U, bool G = false, bool kReady = false, bool kFragA = false,
-          bool kRoll = false, bool kStageA = false, bool kRingA = false>
+          bool kRoll = false, bool kStageA = false, int kRingA = 0>
 __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRingA) && NT <= 2) || (kRoll && R > 1)
                                                          ? 2
                                                          : decode_min_ctas_per_sm<NT, R, G>())
     decode_dp_kernel(const DecodeGemmArgs args) {
   static_assert(!(G && kFragA), "grouped mode reads row-major activations");
   static_assert(!kStageA || (!G && !kFragA), "kStageA: dense mode, row-major A");
-  static_assert(!kRingA || (!G && !kFragA && !kStageA), "kRingA: dense mode, row-major 16-bit A");
+  static_assert(!kRingA || (!G && !kFragA && !kStageA), "kRingA: dense mode, A through the rings");
   // Activations zero-padded to whole chunks: every chunk is read unchecked.
   constexpr bool kPadded = kFragA || kStageA || kRingA;
   constexpr int kAcc = R * NT * 4;
@@ -923,7 +1066,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
       }
       grid_dependency_wait();
       view = wait_view(args);
-      if constexpr (kRingA) ring_prefill<T, NT>(args, view, j, j_end, tok0, lane);
+      if constexpr (kRingA != 0) ring_prefill<T, NT, kRingA>(args, view, j, j_end, tok0, lane);
       if (early) {
         st.bind_activations(args, view, j, tok0, lane, j_stop, j_begin);  // at its origin: slot 0
         j = stream_rolling(st, w, j, j_stop, acc);
@@ -940,7 +1083,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
       }
       grid_dependency_wait();
       if constexpr (!G) view = wait_view(args);
-      if constexpr (kRingA) ring_prefill<T, NT>(args, view, j, j_end, tok0, lane);
+      if constexpr (kRingA != 0) ring_prefill<T, NT, kRingA>(args, view, j, j_end, tok0, lane);
       if (early) {
         st.bind_activations(args, view, j, tok0, lane, j_end, j_begin);
         st.compute(w, acc);
@@ -973,7 +1116,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
             for (int i = 0; i < 4; ++i) acc[r][nt][i] += partial[w][(r * NT + nt) * 4 + i][lane];
     }
   }
-  if (kidx == 0 && live) store_block<OutT, NT, R>(args, view, acc, rb, tok0, lane);
+  if (kidx == 0 && live) store_block<OutT, NT, R, kRingA == kRingNvfp4 ? kRingA4Shift : 0>(args, view, acc, rb, tok0, lane);
 }
 
 // Grouped mode, one warp per row block (the dp kernel with kw = 1), persistent and balanced per

@@ -92,6 +92,20 @@ DecodeKernelFn decode_dpf_kernel_for(int nt, int r, int u, bool roll, bool ring)
   return nullptr;
 }
 
+// W4A4 on the rolling 8-token 32-row fragment-order tile with the NVFP4 ring (kRingA == kRingNvfp4, RingA4):
+// output OutT, no kernel in front; null for the other tiles (the host then arranges A: the per-warp
+// decode of A lost on them, docs/PERF.md session 23 run 4).
+// Instantiated in decode_dpf_w4a4_ring.cu.
+template <typename OutT>
+DecodeKernelFn decode_dpf_w4a4_ring_kernel_for(int nt, int r, int u, bool roll) {
+#define FP4KIT_DECODE_DPF4_CASE(ROLL, NT, R, U) \
+  if (roll == ROLL && nt == NT && r == R && u == U) \
+    return &decode_dp_kernel<__nv_bfloat16, OutT, NT, R, U, false, false, false, ROLL, false, kRingNvfp4>;
+  FP4KIT_DECODE_DPF4_CASE(true, 1, 2, 4)
+#undef FP4KIT_DECODE_DPF4_CASE
+  return nullptr;
+}
+
 // Dense dp kernels that decode W4A4's NVFP4 A into shared memory themselves (kStageA), or null.
 // Instantiated in decode_w4a16_*.cu.
 template <typename T>
@@ -142,4 +156,5 @@ namespace fp4kit::gemm_impl::sm90 {
 FP4KIT_DECODE_EXTERN(__nv_bfloat16)
 FP4KIT_DECODE_EXTERN(__half)
 #undef FP4KIT_DECODE_EXTERN
+extern template DecodeKernelFn decode_dpf_w4a4_ring_kernel_for<__nv_bfloat16>(int, int, int, bool);
 }  // namespace fp4kit::gemm_impl::sm90
