@@ -301,10 +301,10 @@ TEST(GemmGpu, W4A4RaggedAllTactics) {
   EXPECT_GT(run_case({6, 200, 1040, DType::kE2M1x2, DType::kBF16, true, 16}, seed++), 0);
   EXPECT_GT(run_case({2, 130, 80, DType::kE2M1x2, DType::kFP16, false, 16}, seed++), 0);
   EXPECT_GT(run_case({9, 200, 544, DType::kE2M1x2, DType::kFP16, false, 32}, seed++), 0);
-  // K >= 64 chunks and few row blocks (8 warps per row block): the fragment-order tiles read the
-  // NVFP4 codes and scales through the warps' rings (decode_kernel.cuh RingA4) with BF16 output — a
-  // partial token tile (rows past M zero-filled), K % 64 == 32 and K % 32 == 16 (pieces and scales past
-  // K zero-filled), strided A — and arrange A with FP16 output.
+  // K >= 64 chunks and few row blocks (8 warps per row block): the rolling 8-token 32-row tile reads
+  // the NVFP4 codes and scales through the warps' rings (decode_kernel.cuh RingA4) with BF16 output on
+  // devices that are not HBM-rich — a partial token tile (rows past M zero-filled), K % 64 == 32 and
+  // K % 32 == 16 (pieces and scales past K zero-filled), strided A — and arranges A with FP16 output.
   EXPECT_GT(run_case({13, 1040, 4128, DType::kE2M1x2, DType::kBF16, true, 32}, seed++), 0);
   EXPECT_GT(run_case({6, 260, 4144, DType::kE2M1x2, DType::kBF16, false, 16}, seed++), 0);
   EXPECT_GT(run_case({16, 520, 4160, DType::kE2M1x2, DType::kBF16, true}, seed++), 0);

@@ -315,6 +315,17 @@ template <int NT>
 constexpr int ring_bytes_per_warp() { return kRingSlots * NT * kRingTileBytes; }
 static_assert((kRingSlots & (kRingSlots - 1)) == 0, "ring slots: a power of 2 (slot = chunk & (slots - 1))");
 
+// Shared address of the calling warp's ring (dynamic shared memory, kDecodeWarps rings), and the
+// offset of chunk `next`'s slot in it: chunk c lives in slot (c - origin) mod kRingSlots.
+template <int NT>
+__device__ __forceinline__ uint32_t ring_warp_base() {
+  extern __shared__ __align__(128) uint8_t ring_smem[];
+  return uint32_t(__cvta_generic_to_shared(ring_smem)) + uint32_t(threadIdx.x >> 5) * ring_bytes_per_warp<NT>();
+}
+__device__ __forceinline__ uint32_t ring_slot(int64_t next, int64_t origin, uint32_t slot_bytes) {
+  return uint32_t((next - origin) & (kRingSlots - 1)) * slot_bytes;
+}
+
 template <typename T, int NT>
 struct RingA {
   static constexpr uint32_t kSlotBytes = NT * kRingTileBytes;
@@ -345,10 +356,8 @@ struct RingA {
   // the rolling loop's fixed slots rely on (stream_rolling).
   __device__ __forceinline__ void bind(const DecodeGemmArgs& args, const DecodeView& v, int tok0, int lane, int64_t next,
                                        int64_t end, int64_t origin) {
-    extern __shared__ __align__(128) uint8_t ring_smem[];
-    const uint32_t base =
-        uint32_t(__cvta_generic_to_shared(ring_smem)) + uint32_t(threadIdx.x >> 5) * ring_bytes_per_warp<NT>();
-    slot = uint32_t((next - origin) & (kRingSlots - 1)) * kSlotBytes;
+    const uint32_t base = ring_warp_base<NT>();
+    slot = ring_slot(next, origin, kSlotBytes);
     const int p = lane & 7;
     const int64_t elem = (next + kRingAhead) * 64 + p * 8;
     left = int(end - next - kRingAhead);
@@ -464,10 +473,8 @@ struct RingA4 {
 
   __device__ __forceinline__ void bind(const DecodeGemmArgs& args, const DecodeView& v, int tok0, int lane, int64_t next,
                                        int64_t end, int64_t origin) {
-    extern __shared__ __align__(128) uint8_t ring_smem[];
-    const uint32_t base =
-        uint32_t(__cvta_generic_to_shared(ring_smem)) + uint32_t(threadIdx.x >> 5) * ring_bytes_per_warp<NT>();
-    slot = uint32_t((next - origin) & (kRingSlots - 1)) * kSlotBytes;
+    const uint32_t base = ring_warp_base<NT>();
+    slot = ring_slot(next, origin, kSlotBytes);
     left = int(end - next - kRingAhead);
     const int64_t chunk = next + kRingAhead;
     const bool code_lane = lane < 16;
