@@ -325,11 +325,22 @@ __device__ __forceinline__ uint32_t ring_warp_base() {
 __device__ __forceinline__ uint32_t ring_slot(int64_t next, int64_t origin, uint32_t slot_bytes) {
   return uint32_t((next - origin) & (kRingSlots - 1)) * slot_bytes;
 }
+// Offset of the slot `ahead` chunks past the cursor's (`slot`; kFixed: the cursor sits at slot 0, so
+// the offset is a compile-time constant).
+template <bool kFixed>
+__device__ __forceinline__ uint32_t ring_offset(uint32_t slot, int ahead, uint32_t slot_bytes) {
+  return ((kFixed ? 0u : slot) + uint32_t(ahead) * slot_bytes) & (kRingSlots * slot_bytes - 1);
+}
+// Before reading the oldest chunk in flight: its copies have landed, and every lane's reads of the
+// chunk before it are ordered ahead of the copy into that chunk's slot that follows.
+__device__ __forceinline__ void ring_wait_oldest() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kRingAhead - 1) : "memory");
+  __syncwarp();
+}
 
 template <typename T, int NT>
 struct RingA {
   static constexpr uint32_t kSlotBytes = NT * kRingTileBytes;
-  static constexpr uint32_t kRingMask = kRingSlots * kSlotBytes - 1;
   // Session 18: the per-chunk bookkeeping is a few loop-carried registers and compile-time offsets
   // (issue<D> / read<D> take the chunk's place in the load group as a template argument, the source
   // offset is an immediate, the cursor moves once per load group, one compare per copy). The first
@@ -385,7 +396,7 @@ struct RingA {
   template <int D, bool kFixed = false>
   __device__ __forceinline__ void issue() const {
     if (D < left) {
-      const uint32_t s = ((kFixed ? 0u : slot) + uint32_t(D + kRingAhead) * kSlotBytes) & kRingMask;
+      const uint32_t s = ring_offset<kFixed>(slot, D + kRingAhead, kSlotBytes);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -402,9 +413,8 @@ struct RingA {
   // orders every lane's reads of the chunk before it ahead of the copy into its slot that follows.
   template <int D, bool kFixed = false>
   __device__ __forceinline__ void read(uint32_t (&a)[NT][4][2]) const {
-    asm volatile("cp.async.wait_group %0;" ::"n"(kRingAhead - 1) : "memory");
-    __syncwarp();
-    const uint32_t s = ((kFixed ? 0u : slot) + uint32_t(D) * kSlotBytes) & kRingMask;
+    ring_wait_oldest();
+    const uint32_t s = ring_offset<kFixed>(slot, D, kSlotBytes);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -417,7 +427,7 @@ struct RingA {
   }
   // Moves the cursor n chunks on (once per load group).
   __device__ __forceinline__ void advance(int n) {
-    slot = (slot + uint32_t(n) * kSlotBytes) & kRingMask;
+    slot = ring_offset<false>(slot, n, kSlotBytes);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -459,7 +469,6 @@ template <typename T, int NT>
 struct RingA4 {
   static_assert(std::is_same_v<T, __nv_bfloat16>, "RingA4: BF16 operands");
   static constexpr uint32_t kSlotBytes = NT * kRingTileBytes;
-  static constexpr uint32_t kRingMask = kRingSlots * kSlotBytes - 1;
   static constexpr int kDeadRow = -(1 << 30);
   const uint8_t* src[NT];  // the lane's piece (code half or scale word) of tile nt at chunk next + kRingAhead
   uint32_t dst;            // shared address of the lane's piece in tile 0 of slot 0
@@ -499,7 +508,7 @@ struct RingA4 {
   template <int D, bool kFixed = false>
   __device__ __forceinline__ void issue() const {
     if (D < left) {
-      const uint32_t s = ((kFixed ? 0u : slot) + uint32_t(D + kRingAhead) * kSlotBytes) & kRingMask;
+      const uint32_t s = ring_offset<kFixed>(slot, D + kRingAhead, kSlotBytes);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const int kl = k_left[nt] - D * 64;
@@ -536,9 +545,8 @@ struct RingA4 {
   }
   template <int D, bool kFixed = false>
   __device__ __forceinline__ void read(uint32_t (&a)[NT][4][2]) const {
-    asm volatile("cp.async.wait_group %0;" ::"n"(kRingAhead - 1) : "memory");
-    __syncwarp();
-    const uint32_t s = ((kFixed ? 0u : slot) + uint32_t(D) * kSlotBytes) & kRingMask;
+    ring_wait_oldest();
+    const uint32_t s = ring_offset<kFixed>(slot, D, kSlotBytes);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       const uint32_t at = rd + s + nt * kRingTileBytes;
@@ -564,7 +572,7 @@ struct RingA4 {
     }
   }
   __device__ __forceinline__ void advance(int n) {
-    slot = (slot + uint32_t(n) * kSlotBytes) & kRingMask;
+    slot = ring_offset<false>(slot, n, kSlotBytes);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       src[nt] += int64_t(n) << src_shift;

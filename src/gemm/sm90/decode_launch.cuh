@@ -98,11 +98,8 @@ DecodeKernelFn decode_dpf_kernel_for(int nt, int r, int u, bool roll, bool ring)
 // Instantiated in decode_dpf_w4a4_ring.cu.
 template <typename OutT>
 DecodeKernelFn decode_dpf_w4a4_ring_kernel_for(int nt, int r, int u, bool roll) {
-#define FP4KIT_DECODE_DPF4_CASE(ROLL, NT, R, U) \
-  if (roll == ROLL && nt == NT && r == R && u == U) \
-    return &decode_dp_kernel<__nv_bfloat16, OutT, NT, R, U, false, false, false, ROLL, false, kRingNvfp4>;
-  FP4KIT_DECODE_DPF4_CASE(true, 1, 2, 4)
-#undef FP4KIT_DECODE_DPF4_CASE
+  if (roll && nt == 1 && r == 2 && u == 4)
+    return &decode_dp_kernel<__nv_bfloat16, OutT, 1, 2, 4, false, false, false, true, false, kRingNvfp4>;
   return nullptr;
 }
 
