@@ -496,15 +496,25 @@ static int mid_m_wgmma_heuristic(const GemmParams& p, int sms) {
 // Session 13: a wgmma tile keeps its weight rows but takes 24 / 48 / 80, 96, 112 / 144, 160, 192, 224
 // tokens instead of 32 / 64 / 128 / 256 where M fits them (17..24, 33..48, 65..112, 129..224): the tensor cores' time adds to the decode's on Hopper (docs/GEMM.md
 // "Decode and wgmma do not overlap"), so the padded tokens cost real time. Same tiles, same split-K.
+// Session 24: likewise where up to 256 tokens take two token tiles (M = 33..48 on a 32-token tile,
+// 65..96 on 64, 129..224 on 128): two passes of the narrower tile that holds half of M, the same
+// number of tiles and so the same split-K. It only moves the 4096-row layers (their 128-token tiles
+// keep two passes to avoid 4-way splits). H100, W4A16, graph us, old -> new choice in one process
+// (docs/PERF.md session 24): 4096x4096 M = 48 / 96 / 144 / 192 / 224 12.2 / 14.0 / 26.2 / 20.8 /
+// 18.4 -> 11.8 / 12.8 / 14.8 / 15.7 / 17.0, 4096x14336 M = 96 / 144 / 192 / 224 35.9 / 47.7 / 47.6 /
+// 51.0 -> 34.1 / 37.7 / 41.0 / 45.3; W4A4 likewise.
 int fit_token_tile(int id, int64_t m) {
   const Tactic* t = find_tactic(id);
-  if (t == nullptr || t->family != Family::kWgmma || t->stream_k || m > t->block_m || m <= t->block_m / 2) return id;
+  if (t == nullptr || t->family != Family::kWgmma || t->stream_k || m <= t->block_m / 2) return id;
+  const int64_t passes = m <= t->block_m ? 1 : m <= 2 * t->block_m && m <= 256 ? 2 : 0;
+  if (passes == 0) return id;
+  const int64_t per_pass = (m + passes - 1) / passes;
   // Narrower token tiles of each chosen one, narrowest first (each instantiated with one stage count).
   struct Fit { int from, to; };
   static constexpr Fit kFits[] = {{32, 24}, {64, 48}, {128, 80}, {128, 96}, {128, 112},
                                   {256, 144}, {256, 160}, {256, 192}, {256, 224}};
   for (const Fit& f : kFits) {
-    if (f.from != t->block_m || m > f.to) continue;
+    if (f.from != t->block_m || per_pass > f.to) continue;
     for (const Tactic& c : tactic_table())
       if (c.family == Family::kWgmma && !c.stream_k && c.block_n == t->block_n && c.block_m == f.to) return c.id;
   }

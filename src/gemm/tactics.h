@@ -62,9 +62,9 @@ bool w4a4_ring_enabled(bool rich);
 // Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).
 int heuristic_tactic(const GemmParams& p, int sm_count, bool rich = false);
 // The same weight rows with the narrowest instantiated wgmma token tile that holds m (24 for a
-// 32-token tile, 48 for 64, 80..112 for 128, 144..224 for 256), or `id` itself. Applied to the
-// heuristic's and to tuned choices (tuning measures power-of-two M buckets up to 256, where no
-// narrower tile fits).
+// 32-token tile, 48 for 64, 80..112 for 128, 144..224 for 256) or, up to 256 tokens where the tile
+// takes two passes over M, half of m; else `id` itself. Applied to the heuristic's and to tuned
+// choices (tuning measures power-of-two M buckets up to 256, where no narrower tile fits).
 int fit_token_tile(int id, int64_t m);
 // The data-parallel decode tactic for m tokens over `rows` weight rows of depth k, or -1 when
 // stream-K is the better decomposition (too few CTAs to fill the GPU).

@@ -198,7 +198,7 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(128, 8192, 28672), "wgmma_w4a16_128x128_s6");
   EXPECT_EQ(pick(96, 8192, 8192), "wgmma_w4a16_128x96_s6");   // 65..96: the 96-token tile
   EXPECT_EQ(pick(96, 6144, 4096), "wgmma_w4a16_128x96_s6");
-  EXPECT_EQ(pick(96, 4096, 14336), "wgmma_w4a16_128x64_s6");  // 128x128 would need 4 splits
+  EXPECT_EQ(pick(96, 4096, 14336), "wgmma_w4a16_128x48_s8");  // 128x128 would need 4 splits: 2 x 48
   EXPECT_EQ(pick(80, 28672, 4096), "wgmma_w4a16_256x80_s6");   // 65..80: 80 tokens
   EXPECT_EQ(pick(112, 8192, 28672), "wgmma_w4a16_128x112_s6");  // 97..112: 112 tokens
   EXPECT_EQ(pick(128, 28672, 4096), "wgmma_w4a16_256x128_s4");
@@ -210,8 +210,12 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(256, 4096, 14336), "wgmma_w4a16_128x128_s6");
   EXPECT_EQ(pick(192, 6144, 4096), "wgmma_w4a16_128x192_s4");   // up to 224: one fitted tile, 2 splits
   EXPECT_EQ(pick(256, 6144, 4096), "wgmma_w4a16_128x128_s6");
-  EXPECT_EQ(pick(160, 4096, 14336), "wgmma_w4a16_128x128_s6");   // 4 splits: two 128-token tiles
-  EXPECT_EQ(pick(144, 4096, 4096), "wgmma_w4a16_128x128_s6");
+  EXPECT_EQ(pick(160, 4096, 14336), "wgmma_w4a16_128x80_s6");   // 4 splits: two tiles, of 80
+  EXPECT_EQ(pick(144, 4096, 4096), "wgmma_w4a16_128x80_s6");
+  EXPECT_EQ(pick(192, 4096, 4096), "wgmma_w4a16_128x96_s6");
+  EXPECT_EQ(pick(200, 4096, 4096), "wgmma_w4a16_128x112_s6");
+  EXPECT_EQ(pick(225, 4096, 4096), "wgmma_w4a16_128x128_s6");  // 2 x 113: no narrower tile
+  EXPECT_EQ(pick(48, 4096, 4096), "wgmma_w4a16_128x24_s8");     // 128x32 twice: 2 x 24
   EXPECT_EQ(pick(256, 28672, 4096).rfind("wgmma_w4a16_", 0), 0u);  // full waves: the model
   // Above 256: the split-aware model with the 144..224-token tiles (the measured-fastest of ten
   // tactics at each of these points, H100 session 13).
@@ -398,7 +402,12 @@ TEST(GemmHeuristic, FitTokenTileNarrowsOnlyWhereATileFits) {
   EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_256x128_s4"), 100)), "wgmma_w4a16_256x112_s6");
   EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_256x32_s8"), 20)), "wgmma_w4a16_256x24_s8");
   EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x64_s6"), 64)), "wgmma_w4a16_128x64_s6");      // exact
-  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x64_s6"), 100)), "wgmma_w4a16_128x64_s6");     // 2 tiles
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x64_s6"), 100)), "wgmma_w4a16_128x64_s6");     // 2 x 50
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x64_s6"), 96)), "wgmma_w4a16_128x48_s8");      // 2 x 48
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x128_s6"), 150)), "wgmma_w4a16_128x80_s6");    // 2 x 75
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_256x128_s4"), 200)), "wgmma_w4a16_256x112_s6");   // 2 x 100
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x32_s8"), 65)), "wgmma_w4a16_128x32_s8");      // 3 tiles
+  EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x256_s4"), 384)), "wgmma_w4a16_128x256_s4");   // > 256: the model's
   EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x128_s6"), 40)), "wgmma_w4a16_128x128_s6");    // < half
   EXPECT_EQ(name(fit_token_tile(id_of("wgmma_w4a16_128x32_s8_sk"), 20)), "wgmma_w4a16_128x32_s8_sk");  // stream-K
   EXPECT_EQ(name(fit_token_tile(id_of("decode_dp_m8_r32_u4"), 5)), "decode_dp_m8_r32_u4");
