@@ -429,6 +429,104 @@ TEST(GemmGpu, W4A4MatchesW4A16OnDecodedActivationsBitForBit) {
   EXPECT_GE(compared, 7 * 2 * 4);
 }
 
+// GemmParams::enable_pdl on the wgmma family: the kernel requests its first stages' weights before
+// its PDL wait, and everything the previous kernel may write after it. A chain of two GEMMs, the
+// second reading the first's output as its activations (and both writing a D that the other call
+// of the pair also writes), launched back to back with enable_pdl, must give the bits of the same
+// chain with a device synchronization between the calls — for every wgmma tactic of the second
+// GEMM, W4A16 and W4A4 (whose activation staging kernel then runs between the two).
+TEST(GemmGpu, WgmmaChainWithPdlMatchesSerialized) {
+  FP4KIT_REQUIRE_SM90A();
+  std::mt19937 rng(std::random_device{}());
+  const int64_t m = 136, n1 = 1024, k1 = 2080, n2 = 520;
+  auto w1 = random_16bit(n1 * k1, DType::kBF16, rng, 0.05f);
+  auto w2 = random_16bit(n2 * n1, DType::kBF16, rng, 0.05f);
+  auto x = random_16bit(m * k1, DType::kBF16, rng, 1.0f);
+  Quantized q1 = quantize_cpu(w1, DType::kBF16, n1, k1, ScaleLayout::kLinear);
+  Quantized q2 = quantize_cpu(w2, DType::kBF16, n2, n1, ScaleLayout::kLinear);
+  DeviceBuffer<uint8_t> p1(prepacked_weight_bytes(n1, k1)), p2(prepacked_weight_bytes(n2, n1));
+  FP4_OK(prepack_quantized(q1, n1, k1, p1));
+  FP4_OK(prepack_quantized(q2, n2, n1, p2));
+  DeviceBuffer<uint16_t> x_dev(x.size()), h(m * n1), d2(m * n2);
+  DeviceBuffer<float> alpha1(1), alpha2(1), h_gs(1);
+  x_dev.upload(x);
+  alpha1.upload({1.0f / q1.gs});
+  alpha2.upload({1.0f / q2.gs});
+  // W4A4: the second GEMM's NVFP4 activations are h quantized on the GPU, right after the first GEMM.
+  h_gs.upload({1.0f});
+  DeviceBuffer<uint8_t> h_codes(m * n1 / 2), h_scales(scale_buffer_bytes(BlockFormat::kNVFP4, ScaleLayout::kSwizzled128x4, m, n1));
+
+  GemmParams g1;
+  g1.m = m, g1.n = n1, g1.k = k1;
+  g1.a_dtype = DType::kBF16;
+  g1.a = x_dev.ptr;
+  g1.b_prepacked = p1.ptr;
+  g1.b_prepacked_bytes = int64_t(p1.count);
+  g1.alpha = alpha1.ptr;
+  g1.d = h.ptr;
+  g1.d_dtype = DType::kBF16;
+  Nvfp4QuantizeParams q;
+  q.input = h.ptr;
+  q.rows = m, q.cols = n1;
+  q.global_scale = h_gs.ptr;
+  q.out_codes = h_codes.ptr;
+  q.out_codes_bytes = int64_t(h_codes.count);
+  q.out_scales = h_scales.ptr;
+  q.out_scales_bytes = int64_t(h_scales.count);
+  q.scale_layout = ScaleLayout::kSwizzled128x4;
+  int compared = 0;
+  for (const bool w4a4 : {false, true}) {
+    GemmParams g2;
+    g2.m = m, g2.n = n2, g2.k = n1;
+    g2.a_dtype = w4a4 ? DType::kE2M1x2 : DType::kBF16;
+    g2.a = w4a4 ? static_cast<const void*>(h_codes.ptr) : static_cast<const void*>(h.ptr);
+    g2.a_scales = w4a4 ? h_scales.ptr : nullptr;
+    g2.b_prepacked = p2.ptr;
+    g2.b_prepacked_bytes = int64_t(p2.count);
+    g2.alpha = alpha2.ptr;
+    g2.d = d2.ptr;
+    g2.d_dtype = DType::kBF16;
+    for (const GemmTacticInfo& t : gemm_tactics()) {
+      if (std::string(t.name).rfind("wgmma_", 0) != 0) continue;
+      g2.tactic = t.id;
+      if (!gemm_tactic_can_implement(t.id, g2).is_ok()) continue;
+      DeviceBuffer<uint8_t> ws(std::max(gemm_workspace_bytes(g1), gemm_workspace_bytes(g2)));
+      std::vector<uint16_t> ref;
+      for (const bool pdl : {false, true}) {
+        g1.enable_pdl = g2.enable_pdl = q.enable_pdl = pdl;
+        CUDA_OK(cudaMemset(h.ptr, 0xff, h.count * 2));  // NaN poison
+        CUDA_OK(cudaMemset(d2.ptr, 0xff, d2.count * 2));
+        CUDA_OK(cudaMemset(h_codes.ptr, 0x77, h_codes.count));
+        CUDA_OK(cudaDeviceSynchronize());
+        FP4_OK(gemm(g1, ws.ptr, ws.count, nullptr));
+        if (!pdl) CUDA_OK(cudaDeviceSynchronize());
+        if (w4a4) FP4_OK(quantize_nvfp4(q, nullptr));
+        if (!pdl) CUDA_OK(cudaDeviceSynchronize());
+        FP4_OK(gemm(g2, ws.ptr, ws.count, nullptr));
+        // A second pair right behind: its first GEMM rewrites h while the second may still read it.
+        if (pdl) {
+          FP4_OK(gemm(g1, ws.ptr, ws.count, nullptr));
+          if (w4a4) FP4_OK(quantize_nvfp4(q, nullptr));
+          FP4_OK(gemm(g2, ws.ptr, ws.count, nullptr));
+        }
+        CUDA_OK(cudaDeviceSynchronize());
+        const std::vector<uint16_t> d = d2.download();
+        if (!pdl) {
+          ref = d;
+          int64_t nonfinite = 0;
+          for (uint16_t v : d) nonfinite += !std::isfinite(format::bf16_to_float(v));
+          EXPECT_EQ(nonfinite, 0) << t.name << (w4a4 ? " w4a4" : " w4a16");
+        } else {
+          EXPECT_EQ(std::memcmp(ref.data(), d.data(), d.size() * 2), 0)
+              << t.name << (w4a4 ? " w4a4" : " w4a16") << ": differs with enable_pdl";
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GE(compared, 20);
+}
+
 TEST(GemmApi, RejectsBadArguments) {
   GemmParams p;
   p.m = 4, p.n = 64, p.k = 40;  // K not a multiple of 16

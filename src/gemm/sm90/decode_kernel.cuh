@@ -33,6 +33,7 @@
 #include "gemm/prepacked_layout.h"
 #include "gemm/sm90/pack_pair.cuh"
 #include "gemm/sm90/fragment_decode.cuh"
+#include "gemm/sm90/grid_dependency.cuh"
 #include "gemm/sm90/stream_k.cuh"
 
 namespace fp4kit::gemm_impl::sm90 {
@@ -239,9 +240,6 @@ __device__ __forceinline__ void load_group(const DecodeGemmArgs& args, const Dec
   load_weights<NT, R, U>(args, v.b_codes, v.b_scales, regs, rb, j0, j_end, lane);
   load_activations<T, NT, R, U>(args, v, regs, j0, j_end, tok0, lane);
 }
-
-__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void grid_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
 template <int R, int NT>
 __device__ __forceinline__ void zero_acc(float (&acc)[R][NT][4]) {

@@ -2,7 +2,6 @@
 #include <cuda.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
@@ -112,20 +111,29 @@ Status ensure_smem(const sm90::WgmmaKernel& k) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Launch configuration of `k`: `grid` CTAs in clusters of `ks` along x (`attr` holds the attribute).
-cudaLaunchConfig_t cluster_config(const sm90::WgmmaKernel& k, int64_t grid, int ks, cudaStream_t stream,
-                                  cudaLaunchAttribute* attr) {
+// Launch configuration of `k`: `grid` CTAs in clusters of `ks` along x (ks = 1: no cluster attribute),
+// with programmatic stream serialization when `pdl` (`attr` holds the attributes).
+cudaLaunchConfig_t launch_config(const sm90::WgmmaKernel& k, int64_t grid, int ks, bool pdl, cudaStream_t stream,
+                                 cudaLaunchAttribute (&attr)[2]) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(unsigned(grid));
   cfg.blockDim = dim3(sm90::kWgThreads);
   cfg.dynamicSmemBytes = size_t(k.smem_bytes);
   cfg.stream = stream;
-  attr->id = cudaLaunchAttributeClusterDimension;
-  attr->val.clusterDim.x = unsigned(ks);
-  attr->val.clusterDim.y = 1;
-  attr->val.clusterDim.z = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cfg.numAttrs = 0;
+  if (ks > 1) {
+    cudaLaunchAttribute& a = attr[cfg.numAttrs++];
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = unsigned(ks);
+    a.val.clusterDim.y = 1;
+    a.val.clusterDim.z = 1;
+  }
+  if (pdl) {
+    cudaLaunchAttribute& a = attr[cfg.numAttrs++];
+    a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    a.val.programmaticStreamSerializationAllowed = 1;
+  }
   return cfg;
 }
 
@@ -149,8 +157,8 @@ bool clusters_fit(const sm90::WgmmaKernel& k, int ks, int64_t grid) {
         (void)cudaGetLastError();
         return false;
       }
-      cudaLaunchAttribute attr;
-      const cudaLaunchConfig_t cfg = cluster_config(k, ks, ks, nullptr, &attr);
+      cudaLaunchAttribute attr[2];
+      const cudaLaunchConfig_t cfg = launch_config(k, ks, ks, false, nullptr, attr);
       if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(k.fn), &cfg) != cudaSuccess) {
         (void)cudaGetLastError();
         n = 0;
@@ -243,7 +251,13 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   const sm90::WgmmaKernel k = kernel_for(t, p_in);
   if (!k.fn) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": not instantiated");
   GemmParams p = p_in;
+  // W4A4: the staging kernel is launched in plain stream order, the GEMM behind it early (PDL). Launched
+  // early itself, the staging kernel's few CTAs crowd onto the SMs that the previous persistent GEMM
+  // leaves free and then run there; H100 session 24, graph us, W4A4 M = 24..256: 4096x4096 and
+  // 8192x8192 -6..-16 % against the staging kernel early and the GEMM not, 2-4 % ahead of both early.
+  p.enable_pdl = false;
   FP4KIT_RETURN_IF_ERROR(stage_activations(p, workspace, stream));
+  p.enable_pdl = p_in.enable_pdl;
   const PrepackedShape s = prepacked_shape(p.n, p.k);
   const int64_t lda = p.lda ? p.lda : p.k;
 
@@ -277,15 +291,15 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   }
 
   FP4KIT_RETURN_IF_ERROR(ensure_smem(k));
-  if (split.cluster) {
-    a.cluster_splits = int(split.k_splits);
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = cluster_config(k, split.grid, int(split.k_splits), stream, &attr);
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, k.fn, map_a, map_w, map_s, a);
-    return detail::cuda_status(e == cudaSuccess ? cudaGetLastError() : e, ("gemm: launch " + t.name).c_str());
-  }
-  k.fn<<<int(split.grid), sm90::kWgThreads, k.smem_bytes, stream>>>(map_a, map_w, map_s, a);
-  return detail::cuda_status(cudaGetLastError(), ("gemm: launch " + t.name).c_str());
+  if (split.cluster) a.cluster_splits = int(split.k_splits);
+  // GemmParams::enable_pdl: the kernel requests its first stages' weights before its PDL wait
+  // (wgmma_kernel.cuh), overlapping the previous kernel's tail (W4A4: the activation staging). H100
+  // session 24, graph us, M = 24..256, against no PDL: W4A16 -1..-9 % (4096x14336 within +-3 %).
+  cudaLaunchAttribute attr[2];
+  const cudaLaunchConfig_t cfg =
+      launch_config(k, split.grid, split.cluster ? int(split.k_splits) : 1, p.enable_pdl, stream, attr);
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, k.fn, map_a, map_w, map_s, a);
+  return detail::cuda_status(e == cudaSuccess ? cudaGetLastError() : e, ("gemm: launch " + t.name).c_str());
 }
 
 // ---- grouped mode (gemm/grouped.h) ------------------------------------------------------------------

@@ -52,6 +52,7 @@
 
 #include "gemm/prepacked_layout.h"
 #include "gemm/sm90/fragment_decode.cuh"
+#include "gemm/sm90/grid_dependency.cuh"
 #include "gemm/sm90/mbarrier.cuh"
 #include "gemm/sm90/pack_pair.cuh"
 #include "gemm/sm90/stream_k.cuh"
@@ -429,7 +430,12 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   const int lane = threadIdx.x & 31;
   int* prefix = reinterpret_cast<int*>(smem_raw + (smem_base - smem_u32(smem_raw)) + Cfg::kPrefixOff);
   int* offsets = prefix + (kWgMaxGroups + 1);
+  // Programmatic dependent launch (no-ops without it): the next kernel may launch now. Grouped mode
+  // waits at once (the group offsets come from the previous kernel); dense mode lets the producer
+  // request the first stages' weights before it waits (below).
+  grid_launch_dependents();
   if constexpr (G) {
+    grid_dependency_wait();
     wg_load_offsets(args, offsets);
     __syncthreads();
     if (warp == 0) wg_group_prefix<BM>(args, offsets, prefix, lane);
@@ -461,6 +467,23 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       int stage = 0;
       uint32_t phase = 0;
       int group = 0;
+      // Dense mode: the weights of the CTA's first `early` stages (all slots are free) are requested
+      // before the PDL wait, the activations of those stages after it, in the loop below.
+      int early = 0;
+      if constexpr (!G) {
+        WgSchedule first(num_tiles, k_splits, args.k_chunks, stream_k);
+        WgUnit fu;
+        while (early < S && first.next(fu)) {
+          const WgTile x = wg_tile<G, BM, false>(args, prefix, offsets, fu.tile, group, lane);
+          for (int kb = fu.kb_begin; kb < fu.kb_end && early < S; ++kb, ++early) {
+            const uint32_t fb = full_bar + 8 * early;
+            mbar_arrive_expect_tx(fb, Cfg::kStageTx);
+            tma_load_3d(w_base + early * Cfg::kWBytes, &tma_w, fb, 0, kb, x.nt * (BN / 16));
+            tma_load_3d(s_base + early * Cfg::kSBytes, &tma_s, fb, 0, kb, x.nt * (BN / 16));
+          }
+        }
+        grid_dependency_wait();
+      }
       WgSchedule sched(num_tiles, k_splits, args.k_chunks, stream_k);
       WgUnit wu;
       while (sched.next(wu)) {
@@ -468,8 +491,17 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         const int row_tile0 = x.nt * (BN / 16);
         const int tok0 = x.row0 + x.mt * BM;
         for (int kb = wu.kb_begin; kb < wu.kb_end; ++kb) {
-          mbar_wait(empty_bar + 8 * stage, phase ^ 1u);
           const uint32_t fb = full_bar + 8 * stage;
+          if (early > 0) {  // weights already requested (first use of the slot: phase 0, no wait)
+            --early;
+            tma_load_2d(a_base + stage * Cfg::kABytes, &tma_a, fb, kb * 64, tok0);
+            if (++stage == S) {
+              stage = 0;
+              phase ^= 1u;
+            }
+            continue;
+          }
+          mbar_wait(empty_bar + 8 * stage, phase ^ 1u);
           mbar_arrive_expect_tx(fb, Cfg::kStageTx);
           tma_load_2d(a_base + stage * Cfg::kABytes, &tma_a, fb, kb * 64, tok0);
           if constexpr (G) {
@@ -489,6 +521,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   } else {
     // ---------------- consumer warpgroups ----------------
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    // alpha, bias, D and the split-K workspace may belong to the previous kernel in the stream.
+    if constexpr (!G) grid_dependency_wait();
     constexpr int kSlabs = Cfg::kSlabs;
     constexpr int kAcc = Cfg::kAcc;
     // Grouped 64-token tiles run a group's short m tile with wgmma N = 32 or 16 (one uniform branch
