@@ -57,9 +57,10 @@ struct GemmParams {
   int64_t ldd = 0;                     // elements; 0 means n
   int tactic = -1;                     // -1: automatic (heuristic / tuned cache); else a tactic id
   // Programmatic dependent launch: the GEMM kernel may start while the previous kernel in the stream
-  // finishes. The decode family (M <= 8) then issues its first weight loads before waiting for that
-  // kernel, so the weights (and prepacked scales) must not be written by the kernel right before
-  // (activations, alpha, bias and D are only touched after the wait). Works inside CUDA graphs.
+  // finishes. Both kernel families (decode and wgmma) then issue their first weight loads before
+  // waiting for that kernel, so the weights (and prepacked scales) must not be written by the kernel
+  // right before (activations, alpha, bias and D are only touched after the wait). Works inside CUDA
+  // graphs.
   bool enable_pdl = false;
 };
 
