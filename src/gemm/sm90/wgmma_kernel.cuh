@@ -430,10 +430,11 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   const int lane = threadIdx.x & 31;
   int* prefix = reinterpret_cast<int*>(smem_raw + (smem_base - smem_u32(smem_raw)) + Cfg::kPrefixOff);
   int* offsets = prefix + (kWgMaxGroups + 1);
-  // Programmatic dependent launch (no-ops without it): the next kernel may launch now. Grouped mode
-  // waits at once (the group offsets come from the previous kernel); dense mode lets the producer
-  // request the first stages' weights before it waits (below).
-  grid_launch_dependents();
+  // Programmatic dependent launch (no-ops without it). Dense mode lets the next kernel launch now and
+  // its producer request the first stages' weights before it waits (below). Grouped mode (the MoE
+  // pipeline launches it without PDL) only waits, at once: the group offsets come from the previous
+  // kernel; its dependents launch when it completes, as before session 24 (not measured with PDL).
+  if constexpr (!G) grid_launch_dependents();
   if constexpr (G) {
     grid_dependency_wait();
     wg_load_offsets(args, offsets);
