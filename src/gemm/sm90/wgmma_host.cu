@@ -258,7 +258,6 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   // early (6144x4096: both early up to 4 % ahead).
   p.enable_pdl = false;
   FP4KIT_RETURN_IF_ERROR(stage_activations(p, workspace, stream));
-  p.enable_pdl = p_in.enable_pdl;
   const PrepackedShape s = prepacked_shape(p.n, p.k);
   const int64_t lda = p.lda ? p.lda : p.k;
 
@@ -298,7 +297,7 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   // session 24, graph us, M = 24..256, against no PDL: W4A16 -1..-9 % (4096x14336 within +-3 %).
   cudaLaunchAttribute attr[2];
   const cudaLaunchConfig_t cfg =
-      launch_config(k, split.grid, split.cluster ? int(split.k_splits) : 1, p.enable_pdl, stream, attr);
+      launch_config(k, split.grid, split.cluster ? int(split.k_splits) : 1, p_in.enable_pdl, stream, attr);
   const cudaError_t e = cudaLaunchKernelEx(&cfg, k.fn, map_a, map_w, map_s, a);
   return detail::cuda_status(e == cudaSuccess ? cudaGetLastError() : e, ("gemm: launch " + t.name).c_str());
 }
