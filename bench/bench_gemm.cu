@@ -124,6 +124,8 @@ Details: docs/BENCH_GEMM.md.
   --csv | --markdown   table format on stdout (default: aligned text)
   --output FILE        also write the table to FILE (CSV if it ends in .csv, else markdown)
   --warmup N           untimed calls before timing (default 10)
+  --warmup-ms X        then untimed calls for X ms more before the timed ones (default 0): long
+                       compute-bound calls run at the power cap, whose clock takes ~100 ms to settle
   --reps N             timed calls (default adaptive: --target-ms per measurement, 20..2000 calls)
   --target-ms X        adaptive timing budget (default 300)
   --seed N             random data seed
@@ -245,7 +247,7 @@ struct ShapeBuffers {
 class GemmBench final : public BenchDriver {
  public:
   explicit GemmBench(const GemmBenchOptions& o)
-      : BenchDriver("fp4kit bench gemm", {o.warmup, o.reps, o.target_ms, o.min_reps, o.max_reps}), opt_(o) {}
+      : BenchDriver("fp4kit bench gemm", {o.warmup, o.reps, o.target_ms, o.min_reps, o.max_reps, o.warmup_ms}), opt_(o) {}
   int run();
 
  private:

@@ -36,6 +36,7 @@ struct GemmBenchOptions {
   bool markdown = false;                // --markdown: print the table as markdown
   std::string output;                   // --output FILE: also write the table (CSV if .csv, else md)
   int warmup = 10;                      // --warmup: untimed calls before timing
+  double warmup_ms = 0;                 // --warmup-ms: untimed calls for this long after the estimate
   int reps = 0;                         // --reps: timed calls; 0 = adaptive (target_ms)
   double target_ms = 300.0;             // --target-ms: adaptive timing budget per measurement
   int min_reps = 20;                    // adaptive bounds
@@ -53,7 +54,7 @@ std::vector<int64_t> quick_gemm_bench_m();    // 1, 16, 128, 2048, 8192
 
 // Parses `fp4kit bench gemm` arguments (argv without the subcommand words):
 //   --quick --shapes LIST --m LIST --mode w4a16|w4a4|both --tactic ID|auto|all --csv --markdown
-//   --output FILE --no-baseline --graph --no-check --max-rel-err X --fp8-fast-accum --warmup N
+//   --output FILE --no-baseline --graph --no-check --max-rel-err X --fp8-fast-accum --warmup N --warmup-ms X
 //   --reps N --target-ms X --seed N --verbose --help
 // LIST for --shapes: comma-separated names (seed, llama8b, all, or one shape's name / its suffix,
 // e.g. "qkv") or NxK ("8192x28672"); --m: "1,16,128" or ranges "1:16384:x2". Returns false with

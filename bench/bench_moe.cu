@@ -73,6 +73,8 @@ reference of the whole layer (reference::fused_moe). Details: docs/MOE.md.
   --csv | --markdown   table format on stdout (default: aligned text)
   --output FILE        also write the report to FILE (CSV if it ends in .csv, else markdown)
   --warmup N           untimed calls before timing (default 5)
+  --warmup-ms X        then untimed calls for X ms more before the timed ones (default 0): long
+                       compute-bound calls run at the power cap, whose clock takes ~100 ms to settle
   --reps N             timed calls (default adaptive: --target-ms per measurement, 10..1000 calls)
   --target-ms X        adaptive timing budget (default 200)
   --seed N             random data seed
@@ -249,7 +251,7 @@ struct HostExperts {
 class MoeBench final : public BenchDriver {
  public:
   explicit MoeBench(const MoeBenchOptions& o)
-      : BenchDriver("fp4kit bench moe", {o.warmup, o.reps, o.target_ms, o.min_reps, o.max_reps}), opt_(o) {}
+      : BenchDriver("fp4kit bench moe", {o.warmup, o.reps, o.target_ms, o.min_reps, o.max_reps, o.warmup_ms}), opt_(o) {}
   int run();
 
  private:

@@ -34,6 +34,7 @@ struct MoeBenchOptions {
   bool markdown = false;                 // --markdown: print the table as markdown
   std::string output;                    // --output FILE: also write (CSV if .csv, else markdown)
   int warmup = 5;                        // --warmup: untimed calls before timing
+  double warmup_ms = 0;                  // --warmup-ms: untimed calls for this long after the estimate
   int reps = 0;                          // --reps: timed calls; 0 = adaptive (target_ms)
   double target_ms = 200.0;              // --target-ms: adaptive timing budget per measurement
   int min_reps = 10;
@@ -50,7 +51,7 @@ std::vector<int64_t> quick_moe_bench_t();    // 1, 16, 4096
 // Parses `fp4kit bench moe` arguments (argv without the subcommand words):
 //   --preset LIST|all --t LIST --quick --mode w4a16|w4a4|both --routing uniform|skewed|both --zipf S
 //   --graph --pdl --no-baseline --no-check --check-max-t N --no-reduced-check --max-rel-err X --csv
-//   --markdown --output FILE --warmup N --reps N --target-ms X --seed N --fc1-tactic ID --fc2-tactic ID
+//   --markdown --output FILE --warmup N --warmup-ms X --reps N --target-ms X --seed N --fc1-tactic ID --fc2-tactic ID
 //   --path auto|pipeline|per-entry --verbose --help
 // --preset: comma-separated preset names, "all", or HxExKxI (e.g. 2048x64x4x512).
 // --t: "1,16,256" or ranges "1:16384:x4". Returns false with `error` set on a bad argument; `help`

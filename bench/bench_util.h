@@ -152,9 +152,11 @@ class OptionReader {
   bool value(std::string* v);                           // the option's value
   bool value_count(int64_t* v, int64_t lo);             // parse_count, >= lo
   bool value_positive(double* v);                       // a number > 0
+  bool value_non_negative(double* v);                   // a number >= 0
   std::string error;
 
  private:
+  bool value_number(double* v, bool zero_ok);
   const std::vector<std::string>& args_;
   size_t i_ = 0;
   bool started_ = false, has_inline_ = false;
@@ -173,6 +175,7 @@ struct SharedBenchOptions {
   bool* markdown;       // --markdown (not with --csv)
   std::string* output;  // --output FILE
   int* warmup;          // --warmup N
+  double* warmup_ms;    // --warmup-ms X (>= 0)
   int* reps;            // --reps N (>= 1)
   double* target_ms;    // --target-ms X
   uint64_t* seed;       // --seed N
@@ -184,7 +187,7 @@ template <class Options>
 SharedBenchOptions shared_bench_options(Options& o, bool* help) {
   return {.help = help, .quick = &o.quick, .graph = &o.graph, .baseline = &o.baseline, .check = &o.check,
           .max_rel_err = &o.max_rel_err, .csv = &o.csv, .markdown = &o.markdown, .output = &o.output,
-          .warmup = &o.warmup, .reps = &o.reps, .target_ms = &o.target_ms, .seed = &o.seed, .verbose = &o.verbose};
+          .warmup = &o.warmup, .warmup_ms = &o.warmup_ms, .reps = &o.reps, .target_ms = &o.target_ms, .seed = &o.seed, .verbose = &o.verbose};
 }
 
 // --mode w4a16|w4a4|both, which both benchmarks have with their own enum (GemmBenchMode, MoeBenchMode).
@@ -224,10 +227,12 @@ struct AdaptiveTiming {
   int reps = 0;  // > 0: that many timed calls; 0: adaptive
   double target_ms = 0;
   int min_reps = 0, max_reps = 0;
+  double warmup_ms = 0;  // > 0: this long of untimed calls after the estimate (the power state settles)
 };
 
 // Eager timing with an adaptive number of calls: a short first pass (3 calls after the warm-up)
-// estimates the time per call, then target_ms worth of calls (min_reps..max_reps) are timed.
+// estimates the time per call, then warmup_ms worth of untimed calls run (at most 100000), then
+// target_ms worth of calls (min_reps..max_reps) are timed.
 Status time_adaptive(const CallFn& fn, cudaStream_t stream, const AdaptiveTiming& t, double* median_us);
 
 // A GEMM / MoE report: `head` and `summary` lines around the table(s), which come in each format.

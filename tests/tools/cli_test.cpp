@@ -108,10 +108,20 @@ TEST_F(Cli, BenchForwardsOrSaysNotBuilt) {
       EXPECT_FALSE(r.out.empty());
       // Both GEMM and MoE benches time back-to-back calls with programmatic dependent launch.
       if (std::string(which) != "quantize") EXPECT_NE(r.out.find("--pdl"), std::string::npos) << which;
+      // ... and can warm up for a time, so that long calls are timed at their own settled clock.
+      if (std::string(which) != "quantize") EXPECT_NE(r.out.find("--warmup-ms"), std::string::npos) << which;
     }
     const Result bad = run_cli(std::string("bench ") + which + " --no-such-option");
     EXPECT_EQ(bad.code, 2) << bad.err;
     EXPECT_TRUE(one_error_line(bad.err)) << bad.err;
+    if (r.code == 0 && std::string(which) != "quantize") {
+      for (const char* v : {"-1", "abc", "nan"}) {
+        const Result neg = run_cli(std::string("bench ") + which + " --warmup-ms " + v);
+        EXPECT_EQ(neg.code, 2) << v << "\n" << neg.err;
+        EXPECT_NE(neg.err.find("--warmup-ms"), std::string::npos) << neg.err;
+        EXPECT_TRUE(one_error_line(neg.err)) << neg.err;
+      }
+    }
   }
 }
 
