@@ -26,50 +26,17 @@ inline bool per_entry_supported(int64_t tokens, int64_t top_k, int64_t hidden) {
          tokens <= kPerEntryMaxEntries / top_k;
 }
 
-// The kAuto heuristic. The per-entry path costs 2 kernel launches instead of the pipeline's 5 (at
-// small T each launch and dependency costs microseconds on an H100, more than the weights take),
-// but it streams each (token, slot) entry's expert weights separately: an expert chosen by several
-// of the T tokens is read once per entry, where the pipeline reads every active expert once and
-// multiplies all its rows together. So:
-//  * T == 1: the k slots of one token name k experts (distinct in practice), so both paths read the
-//    same weights: per-entry whenever it is supported.
-//  * T > 1: per-entry only while the entries are few (T·k <= 32: the launch overhead dominates)
-//    and the experts are many compared with the entries (E_local >= 4·T·k: uniform routing then
-//    repeats few experts, about (T·k)² / (2·E_local) <= T·k / 8) — or at most 4 entries, whose
-//    repeated experts kernel A streams once per slice (per_entry_fc1_group, session 21).
-// Measured on an H100 (W4A16, graph replay, uniform routing; docs/PERF.md, session 3), per-entry vs
-// pipeline: Qwen3.6-35B-A3B T = 1, 2, 4: 13.9 / 19.7 / 36.2 vs 23.2 / 29.7 / 41.6 us, T = 8: 64.4 vs
-// 67.4 (T·k = 64: not taken), T = 16: 117.8 vs 103.3; DeepSeek-V3 T = 1, 2, 4: 91.7 / 171.6 / 318.4
-// vs 109.7 / 182.2 / 327.7 us, T = 8: 654 vs 597; Mixtral (E = 8, k = 2) T = 1: 81.6 vs 101.3 us,
-// T = 2: 153.3 vs 146.7 (repeated experts: not taken), T >= 4: per-entry up to 3.8x slower.
-// Session 5 (after the pipeline's grouped GEMMs got faster; docs/PERF.md): T·k = 17..32 stays
-// per-entry only in W4A16 and with I >= 512 (T = 4, per-entry vs pipeline: Qwen3.6 33.3 vs 36.5 us,
-// Qwen3-30B 44.1 vs 46.8, DeepSeek-V3 298.7 vs 314.9, but fi-256 (I = 256) 62.6 vs 55.5; W4A4, whose
-// per-entry FC1 quantizes x in every CTA: Qwen3.6 44.9 vs 41.4, Qwen3-30B 61.9 vs 51.5, fi-256 69.7
-// vs 60.6).
-// Session 16 (the per-entry kernels' tails shortened, kernel A at 3 CTAs/SM; docs/PERF.md): W4A4 at
-// T·k = 17..32 with I >= 512 too (T = 4, per-entry vs pipeline, graph us: Qwen3.6 33.98 vs 35.25,
-// Qwen3-30B 43.91 vs 44.31; fi-256 (I = 256) 65.7 vs 53.1 stays on the pipeline).
+// The kAuto heuristic: per_entry_preferred and fused_decode_preferred below, then the pipeline. The
+// history of the per-entry rule (H100 per-entry vs pipeline): session 3, Qwen3.6-35B-A3B T = 1, 2, 4
+// 13.9 / 19.7 / 36.2 vs 23.2 / 29.7 / 41.6 us, DeepSeek-V3 T = 1 91.7 vs 109.7, Mixtral T = 1 81.6 vs
+// 101.3 (T >= 4 per-entry up to 3.8x slower then); session 5 / 16, T = 4 (I >= 512 per-entry, fi-256
+// the pipeline: 65.7 vs 53.1 in session 16); session 21 (H200), Mixtral T = 2 with expert slices
+// 104.2 vs the pipeline's 114.2, T = 4 226.2 vs 215.2; session 25 below.
 // Whether uniform routing of T tokens x k slots is expected to repeat local experts (E_local < 4·T·k;
-// below that, about (T·k)² / (2·E_local) <= T·k / 8 repeats): the per-entry path's rules below and its
-// kernel-A expert slices (per_entry_fc1_group).
+// below that, about (T·k)² / (2·E_local) <= T·k / 8 repeats): the per-entry kernel-A expert slices
+// (per_entry_fc1_group).
 constexpr bool experts_repeat(int64_t tokens, int64_t top_k, int64_t e_local) { return e_local < 4 * tokens * top_k; }
 
-inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t inter, int64_t e_local) {
-  const int64_t entries = tokens * top_k;
-  if (tokens == 1) return true;
-  // Up to 4 entries with repeated experts: kernel A's expert slices stream each expert's FC1 rows once
-  // (per_entry_fc1_group) and kernel B's one wave of CTAs shares W2 rows in L2 (H200 session 21 run 4,
-  // Mixtral T = 2, graph us: 104.2 / 106.5 vs the pipeline's 114.2 / 112.6, W4A16 / W4A4; T = 4
-  // (8 entries) 226.2 / 233.0 vs 215.2 / 214.4: the pipeline).
-  if (entries <= 4) return true;
-  if (experts_repeat(tokens, top_k, e_local)) return false;
-  if (entries <= 16) return true;
-  return entries <= 32 && inter >= 512;
-}
-
-// The decision for one call (the shape checks of fused_moe passed; a forced kPerEntry that is not
-// supported has been rejected by them).
 // Limits of the fused-decode path: the fused permutation's (one kernel ranks every entry).
 inline bool fused_decode_supported(int64_t tokens, int64_t top_k, int64_t e_local) {
   return tokens >= 0 && top_k >= 1 && e_local >= 1 && use_fused_permute(tokens * top_k, e_local);
@@ -84,6 +51,39 @@ inline double expected_active_experts(int64_t tokens, int64_t top_k, int64_t e_l
   const double e = double(e_local > 0 ? e_local : 1);
   const double miss = 1.0 - std::min(1.0, double(top_k) / e);  // one token does not pick a given expert
   return e * (1.0 - std::pow(miss, double(tokens)));
+}
+
+// Rows per active local expert expected under uniform routing (1: no expert repeats).
+inline double expected_rows_per_expert(int64_t tokens, int64_t top_k, int64_t e_local) {
+  return double(tokens * top_k) / std::max(expected_active_experts(tokens, top_k, e_local), 1.0);
+}
+
+// Where the per-entry path is taken (before the fused-decode path is considered). The per-entry path
+// costs 2 kernel launches and no permutation, but streams each (token, slot) entry's FC1 rows
+// separately: an expert chosen by several of the T tokens is read once per entry (once per slice
+// when experts repeat, per_entry_fc1_group), where the other paths read each active expert once.
+//  * T == 1, or at most 4 entries (Mixtral T = 2: repeated experts, streamed once per slice).
+//  * Up to 32 entries with at most 1.2 expected rows per active expert (few repeats), and up to 64
+//    entries where the experts are not expected to repeat (E_local >= 4·T·k) on layers of H <= 4096
+//    (short FC1 rows, whose per-entry CTAs are short and many).
+// H100 session 25 (docs/PERF.md; kernel B with two plain row tiles per CTA where one tile per CTA
+// would take more than a wave, per_entry_fc2_row_tiles), graph us with PDL, per-entry vs the path
+// the previous rule took: DeepSeek-V3 T = 2 / 4 143.8 / 274.8 vs fused-decode 156.0 / 280.3, fi-32
+// T = 2 (1.14 rows) 140.4 vs 150.7, fi-256 T = 4 48.2 vs the pipeline's 54.1, Qwen3.6 T = 8 45.0 vs
+// fused-decode 53.4 (W4A4 48.4 vs 54.3), T = 5 / 6 / 7 31.5 / 36.2 / 40.8 vs 42.5 / 44.0 / 49.9.
+// Kept off: Qwen3-30B T = 5 / 6 (E_local = 128 < 4·T·k; 1.14 / 1.18 rows) 51.9 / 61.9 vs 48.5 / 50.7,
+// fi-32 T = 4 (1.46 rows) 246.5 vs 210.9, Qwen3-30B T = 8 (1.24 rows) 77.1 vs 60.4, fi-256 /
+// DeepSeek-V3 T = 8 (H = 7168) 82.6 / 531.9 vs fused-decode 77.6 / 473.0, every preset at T = 16. Earlier rules and figures: session 3 (per-entry
+// vs pipeline, Qwen3.6 T = 1 13.9 vs 23.2 us), session 5 and 16 (T = 4), session 21 (slices).
+inline constexpr double kPerEntryMaxRowsPerExpert = 1.2;
+inline constexpr int64_t kPerEntryShortRowsHidden = 4096;
+
+inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t hidden, int64_t e_local) {
+  const int64_t entries = tokens * top_k;
+  if (tokens == 1 || entries <= 4) return true;
+  if (expected_rows_per_expert(tokens, top_k, e_local) > kPerEntryMaxRowsPerExpert) return false;
+  return entries <= 32 ||
+         (entries <= 64 && !experts_repeat(tokens, top_k, e_local) && hidden <= kPerEntryShortRowsHidden);
 }
 
 // 32-row blocks per FC2 unit of the fused-decode kernel: 2 when K = I is at most 4 chunks of 64, so
@@ -120,17 +120,15 @@ inline bool fused_decode_preferred(int64_t tokens, int64_t top_k, int64_t hidden
 }
 
 // The path fused_moe takes for a call (never kAuto); the shape checks of fused_moe passed (a forced
-// path that is not supported has been rejected by them). kAuto: per-entry at T = 1 (one token's k
-// experts: both paths read the same weights, the per-entry one with 2 launches), else fused-decode
-// when preferred, else per-entry when preferred, else the pipeline.
+// path that is not supported has been rejected by them). kAuto: per-entry when supported and
+// preferred (per_entry_preferred), else fused-decode when preferred, else the pipeline.
 inline MoePath resolve_moe_path(MoePath path, int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter,
                                 int64_t e_local, bool w4a4, int sms) {
   if (path != MoePath::kAuto) return path;
   (void)w4a4;  // no rule depends on the mode since session 16; callers and tests still state it
-  const bool per_entry = per_entry_supported(tokens, top_k, hidden);
-  if (per_entry && tokens == 1) return MoePath::kPerEntry;
+  if (per_entry_supported(tokens, top_k, hidden) && per_entry_preferred(tokens, top_k, hidden, e_local))
+    return MoePath::kPerEntry;
   if (fused_decode_preferred(tokens, top_k, hidden, inter, e_local, sms)) return MoePath::kFusedDecode;
-  if (per_entry && per_entry_preferred(tokens, top_k, inter, e_local)) return MoePath::kPerEntry;
   return MoePath::kPipeline;
 }
 

@@ -617,7 +617,7 @@ Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, int sms, cudaStream_t 
   }
   const dim3 grid(unsigned(a.inter / 16), unsigned(a.tokens * a.top_k));
   const size_t smem = size_t(a.group) * size_t(a.hidden) * 2;  // <= 32 KB (per_entry_fc1_group)
-  const bool roll = per_entry_fc1_rolls(int64_t(grid.x) * grid.y, sms);
+  const bool roll = per_entry_fc1_rolls(int64_t(grid.x) * grid.y, a.hidden / 64, sms);
   auto fn = a.group > 1 ? (roll ? per_entry_fc1_kernel<kBF16, kMode, true, true> : per_entry_fc1_kernel<kBF16, kMode, false, true>)
                         : (roll ? per_entry_fc1_kernel<kBF16, kMode, true, false> : per_entry_fc1_kernel<kBF16, kMode, false, false>);
   return detail::cuda_status(quant::launch_kernel(fn, grid, dim3(kThreads), smem, stream, pdl, a),
@@ -626,8 +626,8 @@ Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, int sms, cudaStream_t 
 
 template <bool kBF16>
 Status launch_fc2(const PerEntryArgs& a, bool pdl, int sms, cudaStream_t stream) {
-  const bool roll = per_entry_fc2_rolls(a.inter / 64);
-  const int r = roll ? 1 : per_entry_fc2_row_tiles(a.hidden / 16, a.tokens, sms);
+  const int r = per_entry_fc2_row_tiles(a.hidden / 16, a.tokens, sms);
+  const bool roll = per_entry_fc2_rolls(a.inter / 64, r);
   const dim3 grid(unsigned(a.hidden / (16 * r)), unsigned(a.tokens));
   auto fn = roll ? per_entry_fc2_kernel<kBF16, true, 1>
                  : r == 2 ? per_entry_fc2_kernel<kBF16, false, 2> : per_entry_fc2_kernel<kBF16, false, 1>;

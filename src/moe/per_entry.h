@@ -17,18 +17,27 @@ namespace fp4kit::moe_impl {
 // T·k CTAs) fits one wave of those; else plain groups at 3 CTAs per SM, which hide more latency with
 // more, shorter CTAs. H200, rolling everywhere vs never (docs/PERF.md session 20 run 4, per-entry
 // graph us with PDL, W4A16): fi-256 T = 1 / 2 (128 / 256 CTAs) -10.9 / -7.0 %, Qwen3.6 T = 1 (256)
-// -4.9 %; Qwen3-30B T = 1 (384 CTAs) +7.7 %, DeepSeek-V3 / Mixtral (>= 1024) -1..+4 %.
-constexpr bool per_entry_fc1_rolls(int64_t ctas, int sm_count) { return ctas <= 2 * int64_t(sm_count); }
+// -4.9 %; Qwen3-30B T = 1 (384 CTAs) +7.7 %, DeepSeek-V3 / Mixtral (>= 1024) -1..+4 %. Also up to two
+// waves when each warp streams >= 8 chunks of its K = H (k_chunks = H / 64 over 8 warps): H100 session
+// 25, fi-256 T = 4 (512 CTAs, 14 chunks per warp) 48.2 -> 44.4 us (W4A4 50.3 -> 46.3); with 4 chunks per
+// warp it stays off (Qwen3-30B T = 4, 1536 CTAs: 33.9 -> 36.8 rolled; Qwen3.6 T = 4 / 8 +7 %).
+constexpr bool per_entry_fc1_rolls(int64_t ctas, int64_t k_chunks, int sm_count) {
+  return ctas <= 2 * int64_t(sm_count) || (ctas <= 4 * int64_t(sm_count) && k_chunks >= 64);
+}
 // Kernel B (FC2 + finalize) streams rolling 4-chunk groups when each FC2 row is short (K = I of at
-// most 12 chunks of 64), else plain 8-chunk groups. Each group's h is read from L2 when it is computed:
+// most 12 chunks of 64) and its CTAs take one row tile each (per_entry_fc2_row_tiles below), else
+// plain 8-chunk groups. Each group's h is read from L2 when it is computed:
 // with long rows twice as many groups cost more than the overlap gains (same run: Qwen3.6 / Qwen3-30B /
 // fi-256 (8 / 12 / 4 chunks) T = 1 -5.8 / -2.3 / -3.4 %; DeepSeek-V3 / Mixtral (32 / 224) +6..+7 %).
 // Both rules against neither (run 5, medians of 3, auto path): fi-256 T = 1 / 2 -12.5 / -7.8 %,
 // Qwen3.6 T = 1 -2.8 % (W4A4 -3.6 %), Qwen3-30B T = 1 -3.4 %; the presets they leave alone within +-2 %.
-constexpr bool per_entry_fc2_rolls(int64_t k_chunks) { return k_chunks <= 12; }
-// Kernel B's row tiles (16 rows each) per CTA, with plain groups: 2 when one tile per CTA would take
-// more than one wave of 2 CTAs per SM (H/16 x T CTAs; DeepSeek-V3 / fi-32 at T = 1: 448 for 264
-// slots), so that the warps also share each h fragment between two tiles; else 1.
+constexpr bool per_entry_fc2_rolls(int64_t k_chunks, int row_tiles) { return row_tiles == 1 && k_chunks <= 12; }
+// Kernel B's row tiles (16 rows each) per CTA: 2 (plain groups) when one tile per CTA would take more
+// than one wave of 2 CTAs per SM (H/16 x T CTAs; DeepSeek-V3 / fi-32 at T = 1: 448 for 264 slots), so
+// that the warps also share each h fragment between two tiles; else 1. Two plain tiles also beat the
+// rolling single tiles on short rows (H100 session 25, graph us with PDL, W4A16 / W4A4): fi-256 T = 1
+// 17.55 -> 15.08, T = 4 56.1 -> 48.2; Qwen3-30B T = 4 38.5 / 41.2 -> 34.1 / 37.2; Qwen3.6 T = 4 / 8
+// 28.6 / 52.1 -> 24.4 / 45.2 (with 2 tiles where one tile per CTA fits a wave, Qwen3 T = 2: +3..+9 %).
 constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int sm_count) {
   return tiles % 2 == 0 && tiles * tokens > 2 * int64_t(sm_count) ? 2 : 1;
 }

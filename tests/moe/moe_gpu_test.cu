@@ -1031,10 +1031,12 @@ TEST(MoeGpu, PerEntryMatchesReferenceAndPipeline) {
   uint32_t seed = 11000;
   // (H = 1344: 21 chunks over kernel A's 8 warps, so some warps run a full 2-chunk group and a
   // remainder; k = 32: kernel B's one-warp slot table full. Kernel A rolls where its grid fits one
-  // wave of 2 CTAs per SM (H = 192, T <= 2), kernel B where I <= 768; I = 832 takes kernel B's plain
-  // groups, with two row tiles per CTA at T = 3 (128 x 3 CTAs of one tile would pass 2 per SM).)
+  // wave of 2 CTAs per SM (H = 192, T <= 2), and up to two waves with H >= 4096 (H = 4096, T = 3: 384
+  // CTAs); kernel B rolls single row tiles where I <= 768 and H/16 x T CTAs fit a wave, else it takes
+  // plain groups, two row tiles per CTA where one tile per CTA would pass 2 per SM (H = 2048, T = 3;
+  // H = 4096, T >= 2; I = 832 at T = 3).)
   for (const Shape& s : {Shape{192, 128, 16, 4, 1, 0}, Shape{192, 128, 16, 4, 2, 1}, Shape{2048, 512, 64, 8, 2, 0},
-                         Shape{1344, 128, 64, 32, 1, 0}, Shape{2048, 832, 16, 4, 1, 0}}) {
+                         Shape{1344, 128, 64, 32, 1, 0}, Shape{2048, 832, 16, 4, 1, 0}, Shape{4096, 256, 16, 8, 1, 0}}) {
     // Weights once per shape (the large one is 32 local experts of 3M weights).
     const Layer base = make_layer({3, s.H, s.I, s.E, s.k, s.ep_size, s.ep_rank, MoeMode::kW4A16, DType::kBF16}, seed++);
     for (DType act : {DType::kBF16, DType::kFP16}) {

@@ -114,22 +114,37 @@ TEST(MoePath, AutoRule) {
   auto pe = [&](int64_t T, int64_t k, int64_t H, int64_t I, int64_t E, bool w4a4 = false) {
     return path(T, k, H, I, E, w4a4) == MoePath::kPerEntry;
   };
-  // Qwen3.6-35B-A3B (H 2048, I 512, E 256, k 8): per-entry up to T = 4 (32 entries), both modes.
+  // Qwen3.6-35B-A3B (H 2048, I 512, E 256, k 8): per-entry up to T = 8 (64 entries, H <= 4096), both modes.
   EXPECT_TRUE(pe(1, 8, 2048, 512, 256));
   EXPECT_TRUE(pe(4, 8, 2048, 512, 256));
-  EXPECT_FALSE(pe(5, 8, 2048, 512, 256));
+  EXPECT_TRUE(pe(5, 8, 2048, 512, 256));
+  EXPECT_TRUE(pe(8, 8, 2048, 512, 256));
+  EXPECT_FALSE(pe(9, 8, 2048, 512, 256));
   EXPECT_TRUE(pe(2, 8, 2048, 512, 256, true));
-  EXPECT_TRUE(pe(4, 8, 2048, 512, 256, true));
-  EXPECT_FALSE(pe(5, 8, 2048, 512, 256, true));
-  EXPECT_FALSE(pe(4, 8, 7168, 256, 256, true));  // fi-256 (I = 256) W4A4: the pipeline
+  EXPECT_TRUE(pe(8, 8, 2048, 512, 256, true));
+  EXPECT_FALSE(pe(9, 8, 2048, 512, 256, true));
   EXPECT_TRUE(pe(1, 8, 2048, 512, 256, true));
-  // fi-256 (I 256): T = 4 takes the pipeline.
+  // fi-256 (H 7168, I 256): per-entry up to 32 entries (T = 4); T = 8 takes the fused-decode path.
   EXPECT_TRUE(pe(2, 8, 7168, 256, 256));
-  EXPECT_FALSE(pe(4, 8, 7168, 256, 256));
-  // Few local experts: T = 1, and up to 4 entries (Mixtral: E 8, k 2, T = 2: experts repeat, kernel
-  // A's expert slices); more entries take the pipeline.
+  EXPECT_TRUE(pe(4, 8, 7168, 256, 256));
+  EXPECT_TRUE(pe(4, 8, 7168, 256, 256, true));
+  EXPECT_FALSE(pe(5, 8, 7168, 256, 256));
+  // Repeated experts: more than 1.2 expected rows per active expert keeps the per-entry path off
+  // beyond 4 entries (E 8, k 8, T = 2: 2 rows per expert; Qwen3-30B T = 8: 1.24).
+  EXPECT_NEAR(moe_impl::expected_rows_per_expert(8, 8, 128), 1.240, 1e-3);
+  EXPECT_NEAR(moe_impl::expected_rows_per_expert(2, 8, 32), 16.0 / 14.0, 1e-9);
   EXPECT_TRUE(pe(1, 8, 7168, 2048, 8));
   EXPECT_FALSE(pe(2, 8, 7168, 2048, 8));
+  EXPECT_TRUE(pe(2, 8, 7168, 2048, 32));  // fi-32 T = 2: 1.14 rows per expert
+  EXPECT_FALSE(pe(4, 8, 7168, 2048, 32));  // 1.46
+  // 33..64 entries only where experts do not repeat (E_local >= 4 T k): Qwen3-30B (E 128) T = 4 yes,
+  // T = 5 / 6 (1.14 / 1.18 rows, but 128 < 160 / 192) no.
+  EXPECT_TRUE(pe(4, 8, 2048, 768, 128));
+  EXPECT_FALSE(pe(5, 8, 2048, 768, 128));
+  EXPECT_FALSE(pe(6, 8, 2048, 768, 128));
+  EXPECT_FALSE(pe(5, 8, 2048, 768, 128, true));
+  // Few local experts: T = 1, and up to 4 entries (Mixtral: E 8, k 2, T = 2: experts repeat, kernel
+  // A's expert slices); more entries take the pipeline.
   EXPECT_TRUE(pe(1, 2, 4096, 14336, 8));
   EXPECT_TRUE(pe(2, 2, 4096, 14336, 8));
   EXPECT_TRUE(pe(2, 2, 4096, 14336, 8, true));
@@ -140,23 +155,23 @@ TEST(MoePath, AutoRule) {
   // The fused-decode path: enough FC1 units (experts x I/16, >= 0.7 W before any split) and FC2
   // units (experts x H/32, >= W) for the W = 16 warps per SM, at most 6 rows per expert, T * k <= 4096.
   constexpr MoePath kFused = MoePath::kFusedDecode, kPipe = MoePath::kPipeline;
-  EXPECT_EQ(path(8, 8, 2048, 512, 256), kFused);  // Qwen3.6: 57 experts x 32 FC1 units
+  EXPECT_EQ(path(16, 8, 2048, 512, 256), kFused);  // Qwen3.6: 101 experts x 32 FC1 units
   EXPECT_EQ(path(16, 8, 2048, 512, 256, true), kFused);
   EXPECT_EQ(path(64, 8, 2048, 512, 256), kFused);
   EXPECT_EQ(path(600, 8, 2048, 512, 256), kPipe);  // 4800 entries: past the fused permutation
-  EXPECT_EQ(path(4, 8, 2048, 512, 256, false, 66), kFused);  // half the SMs: 31 experts suffice
+  EXPECT_EQ(path(16, 8, 2048, 512, 256, false, 66), kFused);  // half the SMs
   EXPECT_EQ(path(4, 8, 2048, 768, 128), MoePath::kPerEntry);  // Qwen3-30B
   EXPECT_EQ(path(8, 8, 2048, 768, 128), kFused);
   EXPECT_EQ(path(1, 8, 7168, 2048, 256), MoePath::kPerEntry);  // DeepSeek-V3
-  EXPECT_EQ(path(2, 8, 7168, 2048, 256), kFused);
-  // fi-256 (I = 256: 64-row FC2 units, FC1 units from 0.4 W): 62 experts x 16 FC1 units = 0.47 W
-  EXPECT_EQ(path(4, 8, 7168, 256, 256), kPipe);
+  EXPECT_EQ(path(4, 8, 7168, 2048, 256), MoePath::kPerEntry);
+  EXPECT_EQ(path(8, 8, 7168, 2048, 256), kFused);
+  // fi-256 (I = 256: 64-row FC2 units, FC1 units from 0.4 W): 101 experts x 16 FC1 units at T = 8
   EXPECT_EQ(path(8, 8, 7168, 256, 256), kFused);
   EXPECT_EQ(path(16, 8, 7168, 256, 256), kFused);
   EXPECT_EQ(moe_impl::fused_decode_fc2_blocks(256), 2);
   EXPECT_EQ(moe_impl::fused_decode_fc2_blocks(512), 1);
   EXPECT_EQ(path(64, 8, 7168, 256, 256), kFused);
-  EXPECT_EQ(path(2, 8, 7168, 2048, 32), kFused);  // fi-32
+  EXPECT_EQ(path(4, 8, 7168, 2048, 32), kFused);  // fi-32
   EXPECT_EQ(path(32, 8, 7168, 2048, 32), kPipe);  // 8 rows per expert
   EXPECT_EQ(path(4, 2, 4096, 14336, 8), kPipe);   // Mixtral: 8 experts x 128 FC2 units
   EXPECT_EQ(path(16, 2, 4096, 14336, 8), kPipe);
@@ -196,28 +211,37 @@ TEST(MoePath, AutoRule) {
 // on (H200, 132 SMs; docs/PERF.md session 20): kernel A's grid is I/16 x T*k CTAs, kernel B's rows are
 // I/64 chunks long.
 TEST(MoePath, PerEntryRollingRules) {
-  using moe_impl::per_entry_fc1_rolls;
-  using moe_impl::per_entry_fc2_rolls;
-  EXPECT_TRUE(per_entry_fc1_rolls(256 / 16 * 8, 132));    // fi-256 T = 1: 128 CTAs
-  EXPECT_TRUE(per_entry_fc1_rolls(256 / 16 * 16, 132));   // fi-256 T = 2
-  EXPECT_TRUE(per_entry_fc1_rolls(512 / 16 * 8, 132));    // Qwen3.6 T = 1: 256
-  EXPECT_TRUE(per_entry_fc1_rolls(264, 132));             // one wave of 2 CTAs per SM
-  EXPECT_FALSE(per_entry_fc1_rolls(265, 132));
-  EXPECT_FALSE(per_entry_fc1_rolls(512 / 16 * 16, 132));  // Qwen3.6 T = 2: 512
-  EXPECT_FALSE(per_entry_fc1_rolls(768 / 16 * 8, 132));   // Qwen3-30B T = 1: 384 (+7.7 % rolled)
-  EXPECT_FALSE(per_entry_fc1_rolls(2048 / 16 * 8, 132));  // DeepSeek-V3 T = 1: 1024
-  EXPECT_TRUE(per_entry_fc1_rolls(264, 132) && !per_entry_fc1_rolls(264, 114));  // by the SM count
-  EXPECT_TRUE(per_entry_fc2_rolls(256 / 64));     // fi-256
-  EXPECT_TRUE(per_entry_fc2_rolls(512 / 64));     // Qwen3.6
-  EXPECT_TRUE(per_entry_fc2_rolls(768 / 64));     // Qwen3-30B
-  EXPECT_FALSE(per_entry_fc2_rolls(832 / 64));    // 13 chunks
-  EXPECT_FALSE(per_entry_fc2_rolls(2048 / 64));   // DeepSeek-V3, fi-32
-  EXPECT_FALSE(per_entry_fc2_rolls(14336 / 64));  // Mixtral
-  using moe_impl::per_entry_fc2_row_tiles;          // (tiles = H / 16, T, SMs)
-  EXPECT_EQ(per_entry_fc2_row_tiles(448, 1, 132), 2);  // DeepSeek-V3 / fi-32 T = 1: 448 CTAs -> 224
+  using moe_impl::per_entry_fc1_rolls;  // (CTAs = I/16 x T*k, k_chunks = H / 64, SMs)
+  using moe_impl::per_entry_fc2_rolls;  // (k_chunks = I / 64, row tiles per CTA)
+  EXPECT_TRUE(per_entry_fc1_rolls(256 / 16 * 8, 112, 132));     // fi-256 T = 1: 128 CTAs
+  EXPECT_TRUE(per_entry_fc1_rolls(256 / 16 * 16, 112, 132));    // fi-256 T = 2
+  EXPECT_TRUE(per_entry_fc1_rolls(512 / 16 * 8, 32, 132));      // Qwen3.6 T = 1: 256
+  EXPECT_TRUE(per_entry_fc1_rolls(264, 32, 132));               // one wave of 2 CTAs per SM
+  EXPECT_FALSE(per_entry_fc1_rolls(265, 32, 132));
+  EXPECT_FALSE(per_entry_fc1_rolls(512 / 16 * 16, 32, 132));    // Qwen3.6 T = 2: 512
+  EXPECT_FALSE(per_entry_fc1_rolls(768 / 16 * 8, 32, 132));     // Qwen3-30B T = 1: 384 (+7.7 % rolled)
+  EXPECT_FALSE(per_entry_fc1_rolls(768 / 16 * 32, 32, 132));    // Qwen3-30B T = 4: 1536 (+8.5 %)
+  EXPECT_FALSE(per_entry_fc1_rolls(2048 / 16 * 8, 112, 132));   // DeepSeek-V3 T = 1: 1024
+  // Long rows (>= 8 chunks per warp) roll up to two waves: fi-256 T = 4 (512 CTAs, session 25).
+  EXPECT_TRUE(per_entry_fc1_rolls(256 / 16 * 32, 112, 132));
+  EXPECT_TRUE(per_entry_fc1_rolls(528, 64, 132));
+  EXPECT_FALSE(per_entry_fc1_rolls(528, 63, 132));
+  EXPECT_FALSE(per_entry_fc1_rolls(529, 112, 132));
+  EXPECT_FALSE(per_entry_fc1_rolls(256 / 16 * 64, 112, 132));   // fi-256 T = 8: 1024
+  EXPECT_TRUE(per_entry_fc1_rolls(264, 32, 132) && !per_entry_fc1_rolls(264, 32, 114));  // by the SM count
+  EXPECT_TRUE(per_entry_fc2_rolls(256 / 64, 1));     // fi-256
+  EXPECT_TRUE(per_entry_fc2_rolls(512 / 64, 1));     // Qwen3.6
+  EXPECT_TRUE(per_entry_fc2_rolls(768 / 64, 1));     // Qwen3-30B
+  EXPECT_FALSE(per_entry_fc2_rolls(832 / 64, 1));    // 13 chunks
+  EXPECT_FALSE(per_entry_fc2_rolls(2048 / 64, 1));   // DeepSeek-V3, fi-32
+  EXPECT_FALSE(per_entry_fc2_rolls(14336 / 64, 1));  // Mixtral
+  EXPECT_FALSE(per_entry_fc2_rolls(256 / 64, 2));    // two row tiles per CTA: plain groups
+  using moe_impl::per_entry_fc2_row_tiles;             // (tiles = H / 16, T, SMs)
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 1, 132), 2);  // DeepSeek-V3 / fi-32 / fi-256 T = 1: 448 CTAs -> 224
   EXPECT_EQ(per_entry_fc2_row_tiles(256, 1, 132), 1);  // Mixtral T = 1: 256 CTAs, one wave already
   EXPECT_EQ(per_entry_fc2_row_tiles(256, 2, 132), 2);
-  EXPECT_EQ(per_entry_fc2_row_tiles(128, 2, 132), 1);  // Qwen T = 2: 256 CTAs
+  EXPECT_EQ(per_entry_fc2_row_tiles(128, 2, 132), 1);  // Qwen T = 2: 256 CTAs (rolling single tiles)
+  EXPECT_EQ(per_entry_fc2_row_tiles(128, 4, 132), 2);  // Qwen T = 4: 512 -> 256 (session 25: -11..-15 %)
   EXPECT_EQ(per_entry_fc2_row_tiles(133, 2, 132), 1);  // an odd tile count keeps one tile per CTA
 }
 
