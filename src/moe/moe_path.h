@@ -33,8 +33,8 @@ inline bool per_entry_supported(int64_t tokens, int64_t top_k, int64_t hidden) {
 // the pipeline: 65.7 vs 53.1 in session 16); session 21 (H200), Mixtral T = 2 with expert slices
 // 104.2 vs the pipeline's 114.2, T = 4 226.2 vs 215.2; session 25 below.
 // Whether uniform routing of T tokens x k slots is expected to repeat local experts (E_local < 4·T·k;
-// below that, about (T·k)² / (2·E_local) <= T·k / 8 repeats): the per-entry kernel-A expert slices
-// (per_entry_fc1_group).
+// below that, about (T·k)² / (2·E_local) <= T·k / 8 repeats): per_entry_preferred's 33..64-entry band
+// and the per-entry kernel-A expert slices (per_entry_fc1_group).
 constexpr bool experts_repeat(int64_t tokens, int64_t top_k, int64_t e_local) { return e_local < 4 * tokens * top_k; }
 
 // Limits of the fused-decode path: the fused permutation's (one kernel ranks every entry).
