@@ -59,8 +59,9 @@ class AcceptanceScript(unittest.TestCase):
 
         # 132.1 MB in 36 us at 4.0 TB/s = 0.92, 120/36 = 3.33x BF16, 60/36 = 1.67x FP8: met.
         self.assertTrue(line("seed.8192x28672", "w4a16", " 1 ").endswith("met"))
-        # 60/39 = 1.54x FP8: missed although BW (0.85) and BF16 (3.08x) hold.
-        self.assertIn("MISSED", line("seed.8192x28672", "w4a16", " 2 "))
+        # 60/39 = 1.54x FP8: missed although BW (0.85) and BF16 (3.08x) hold; the FP8 line asks for
+        # 60 / 1.6 = 37.5 us, a 3.8 % cut.
+        self.assertIn("-3.8%  MISSED", line("seed.8192x28672", "w4a16", " 2 "))
         # A point that could not run is a miss, with its check status shown.
         self.assertIn("MISSED CHECK ERROR", line("seed.8192x28672", "w4a4", " 4 "))
         self.assertIn("#5 a: 1/3 points met", text)
@@ -68,9 +69,12 @@ class AcceptanceScript(unittest.TestCase):
         self.assertIn("no Marlin figure", line("llama8b.o", "w4a16"))
         # Roofline over graph replay where measured: 0.86 * 25 / 22 = 0.98 met; M = 32 eager 0.40.
         self.assertIn("#5 c: 1/2 points met", text)
+        # The miss needs 1 - 0.40 / 0.85 = 52.9 % less time.
+        self.assertIn("-52.9%  MISSED", line("seed.8192x8192", "w4a16", " 32 "))
         # MoE: 792.7 MB in 250 us at 4.0 TB/s = 0.79 met; 198.2 MB in 75 us = 0.66 missed.
         self.assertTrue(line("deepseek-v3", "w4a16", "T=4").endswith("met"))
-        self.assertIn("MISSED", line("deepseek-v3", "w4a4", "T=1"))
+        # ... 0.70 of 4.0 TB/s asks for 198.2 MB in 70.8 us: a 5.6 % cut.
+        self.assertIn("-5.6%  MISSED", line("deepseek-v3", "w4a4", "T=1"))
         self.assertIn("met", line("qwen3.6-35b-a3b", "w4a16", "10.00"))
         self.assertIn("#7 b: 1/1 points met", text)
         self.assertIn("#7 c: 1/1 points met", text)
