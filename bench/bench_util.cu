@@ -127,7 +127,8 @@ Status time_calls(const CallFn& fn, cudaStream_t stream, const TimingOptions& op
   // back to back.
   detail::CudaEvents e;
   BU_CUDA(e.create(size_t(iters) + 1), "cudaEventCreate");
-  detail::launch_delay((unsigned long long)iters * 25000ull + 50000ull, stream);
+  const double per_call_ns = std::max(0.0, 25000.0 - 1000.0 * std::max(0.0, opt.call_us));
+  detail::launch_delay((unsigned long long)(double(iters) * per_call_ns) + 50000ull, stream);
   BU_CUDA(cudaGetLastError(), "delay kernel");
   for (int i = 0; i < iters; ++i) {
     BU_CUDA(cudaEventRecord(e[i], stream), "cudaEventRecord");
@@ -458,7 +459,7 @@ bool OptionReader::value_number(double* v, bool zero_ok) {
   if (!value(&s)) return false;
   char* end = nullptr;
   *v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !(*v > 0 || (zero_ok && *v == 0))) {
+  if (s.empty() || *end != '\0' || !std::isfinite(*v) || !(*v > 0 || (zero_ok && *v == 0))) {
     error = name_ + ": bad value '" + s + "'";
     return false;
   }
@@ -545,6 +546,7 @@ Status time_adaptive(const CallFn& fn, cudaStream_t stream, const AdaptiveTiming
     // that depends on the kernel and its data; timing right after a different kernel measures the
     // transition (docs/BENCH_GEMM.md "Timing").
     o.warmup = int(std::clamp<double>(t.warmup_ms * 1000.0 / est.median_us, 1.0, 100000.0));
+    o.call_us = est.median_us;  // and no long idle delay between the warm-up and the timed calls
   }
   if (t.reps > 0) {
     o.iterations = t.reps;

@@ -70,8 +70,9 @@ inline double expected_rows_per_expert(int64_t tokens, int64_t top_k, int64_t e_
 // would take more than a wave, per_entry_fc2_row_tiles), graph us with PDL, per-entry vs the path
 // the previous rule took: DeepSeek-V3 T = 2 / 4 143.8 / 274.8 vs fused-decode 156.0 / 280.3, fi-32
 // T = 2 (1.14 rows) 140.4 vs 150.7, fi-256 T = 4 48.2 vs the pipeline's 54.1, Qwen3.6 T = 8 45.0 vs
-// fused-decode 53.4 (W4A4 48.4 vs 54.3), T = 5 / 6 / 7 31.5 / 36.2 / 40.8 vs 42.5 / 44.0 / 49.9.
-// Kept off: Qwen3-30B T = 5 / 6 (E_local = 128 < 4·T·k; 1.14 / 1.18 rows) 51.9 / 61.9 vs 48.5 / 50.7,
+// fused-decode 53.4 (W4A4 48.4 vs 54.3), T = 7 40.8 vs fused-decode 49.9; T = 5 / 6 (the pipeline
+// before, not timed there; it took 35.0 / 59.8 at T = 4 / 8) 31.5 / 36.2, fused-decode 42.5 / 44.0.
+// Kept off: Qwen3-30B T = 5 / 6 (E_local = 128 < 4·T·k; 1.13 / 1.17 rows) 51.9 / 61.9 vs 48.5 / 50.7,
 // fi-32 T = 4 (1.46 rows) 246.5 vs 210.9, Qwen3-30B T = 8 (1.24 rows) 77.1 vs 60.4, fi-256 /
 // DeepSeek-V3 T = 8 (H = 7168) 82.6 / 531.9 vs fused-decode 77.6 / 473.0, every preset at T = 16. Earlier rules and figures: session 3 (per-entry
 // vs pipeline, Qwen3.6 T = 1 13.9 vs 23.2 us), session 5 and 16 (T = 4), session 21 (slices).

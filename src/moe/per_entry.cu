@@ -9,7 +9,8 @@
 //     the 16 up rows [16b, 16b+16) and the matching gate rows [I+16b, ...) of FC1_e · x[t]: the
 //     warps split K = H into 8 contiguous chunk ranges, each streams the prepacked weights of both
 //     tiles (128-bit ld.global.nc.L1::no_allocate, groups of 2 chunks x 2 tiles = 4 loads per lane;
-//     grids of one wave at 2 CTAs per SM request the next group before computing the current one),
+//     grids of one wave at 2 CTAs per SM, or of two waves with rows of >= 64 chunks, request the next
+//     group before computing the current one: per_entry_fc1_rolls),
 //     decodes them to BF16/FP16 fragments (gemm/sm90/fragment_decode.cuh) and multiplies them with
 //     mma.m16n8k16 (weights = the 16-row A operand, x[t] = every column of B; column 0 is used),
 //     FP32 accumulation. x[t] is staged once per CTA in shared memory as the FC1 input the contract
@@ -26,8 +27,8 @@
 //     (PDL) after A. CTA (b, t) lists the local slots of token t in j order (shared memory), splits
 //     each slot's K = I into KS contiguous ranges ("units", KS chosen per CTA to balance the 8
 //     warps) and streams W2 rows [16Rb, 16R(b+1)) of each unit's expert (R = 2 when one row tile per
-//     CTA would pass a wave, else 1; groups of 8/R chunks; rows of at most 12 chunks: rolling groups
-//     of 4, the next requested first; per_entry.h has the rules). The weights do not depend on
+//     CTA would pass a wave, else 1; groups of 8/R chunks; with R = 1 and rows of at most 12 chunks:
+//     rolling groups of 4, the next requested first; per_entry.h has the rules). The weights do not depend on
 //     A, so every warp issues its first load group BEFORE griddepcontrol.wait (overlapping A's
 //     tail); h is read after it. Finalize, per row, in fixed order:
 //       z_j = r16((Σ_ks partial[j][ks] * 2^7) * alpha2[e_j])      (whole K sum first)

@@ -19,8 +19,10 @@ namespace fp4kit::moe_impl {
 // graph us with PDL, W4A16): fi-256 T = 1 / 2 (128 / 256 CTAs) -10.9 / -7.0 %, Qwen3.6 T = 1 (256)
 // -4.9 %; Qwen3-30B T = 1 (384 CTAs) +7.7 %, DeepSeek-V3 / Mixtral (>= 1024) -1..+4 %. Also up to two
 // waves when each warp streams >= 8 chunks of its K = H (k_chunks = H / 64 over 8 warps): H100 session
-// 25, fi-256 T = 4 (512 CTAs, 14 chunks per warp) 48.2 -> 44.4 us (W4A4 50.3 -> 46.3); with 4 chunks per
-// warp it stays off (Qwen3-30B T = 4, 1536 CTAs: 33.9 -> 36.8 rolled; Qwen3.6 T = 4 / 8 +7 %).
+// 25, fi-256 T = 4 (512 CTAs, 14 chunks per warp) 48.2 -> 44.4 us (W4A4 50.3 -> 46.3). Only that point
+// was measured inside the band; Qwen3-30B T = 1 (384 CTAs, 4 chunks per warp) is the one outside it by
+// K, and beyond two waves rolling lost (Qwen3-30B T = 4, 1536 CTAs: 33.9 -> 36.8; Qwen3.6 T = 4 / 8,
+// 1024 / 2048 CTAs: +7 %).
 constexpr bool per_entry_fc1_rolls(int64_t ctas, int64_t k_chunks, int sm_count) {
   return ctas <= 2 * int64_t(sm_count) || (ctas <= 4 * int64_t(sm_count) && k_chunks >= 64);
 }
@@ -43,7 +45,7 @@ constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int sm_coun
 }
 
 // Kernel A's expert slices: tokens per CTA (the entries of one expert, their tokens on the MMA's 8
-// columns) when experts repeat (T >= 2 and E_local < 4 T k, per_entry_preferred's "repeated experts"),
+// columns) when experts repeat (T >= 2 and E_local < 4 T k: experts_repeat, moe_path.h),
 // so that each expert's FC1 rows are streamed once, not once per entry; as many as the 16-bit rows
 // fit in 32 KB of shared memory (with the kernel's 8 KB of partial sums within the 48 KB default; 3
 // CTAs per SM keep fitting), at most the MMA's 8 columns. Else 1 (one entry per CTA): without

@@ -469,7 +469,9 @@ TEST(MoeGpu, PermutationPaths) {
   // gather copies (launch_quantize_rows); per-expert scales quantize each entry in the gather.
   run_case({1100, 192, 64, 16, 4, 1, 0, MoeMode::kW4A4, DType::kBF16}, 4005);
   run_case({1100, 192, 64, 16, 4, 1, 0, MoeMode::kW4A4, DType::kBF16, false, true}, 4006);
-  run_case({8, 64, 64, 1026, 2, 1, 0, MoeMode::kW4A16, DType::kBF16}, 4003);    // E_local > 512
+  Config many{8, 64, 64, 1026, 2, 1, 0, MoeMode::kW4A16, DType::kBF16};  // E_local > 512 (kAuto: per-entry)
+  many.path = MoePath::kPipeline;
+  run_case(many, 4003);
   run_case({300, 64, 64, 2048, 8, 1, 0, MoeMode::kW4A16, DType::kFP16}, 4004);  // E_local 2048: 8-warp chunks, 2 of them
 }
 
@@ -1031,7 +1033,7 @@ TEST(MoeGpu, PerEntryMatchesReferenceAndPipeline) {
   uint32_t seed = 11000;
   // (H = 1344: 21 chunks over kernel A's 8 warps, so some warps run a full 2-chunk group and a
   // remainder; k = 32: kernel B's one-warp slot table full. Kernel A rolls where its grid fits one
-  // wave of 2 CTAs per SM (H = 192, T <= 2), and up to two waves with H >= 4096 (H = 4096, T = 3: 384
+  // wave of 2 CTAs per SM (H = 192 at every T here), and up to two waves with H >= 4096 (H = 4096, T = 3: 384
   // CTAs); kernel B rolls single row tiles where I <= 768 and H/16 x T CTAs fit a wave, else it takes
   // plain groups, two row tiles per CTA where one tile per CTA would pass 2 per SM (H = 2048, T = 3;
   // H = 4096, T >= 2; I = 832 at T = 3).)
@@ -1158,7 +1160,7 @@ TEST(MoeGpu, PerEntryChecksExpertIds) {
 
 // The per-entry path's two kernels (the second launched with programmatic dependent launch)
 // captured in a CUDA graph, several layer calls back to back: replays are bit-identical to direct
-// calls. kAuto at T = 1 and 2 picks the per-entry path here (E_local = 64 >= 4 T k).
+// calls. kAuto at T = 1 and 2 picks the per-entry path here (T = 2: 16 entries, 1.07 rows per expert).
 TEST(MoeGpu, PerEntryGraphReplaysBitIdentical) {
   FP4KIT_REQUIRE_SM90A();
   for (int64_t T : {1, 2}) {

@@ -137,12 +137,20 @@ TEST(MoePath, AutoRule) {
   EXPECT_FALSE(pe(2, 8, 7168, 2048, 8));
   EXPECT_TRUE(pe(2, 8, 7168, 2048, 32));  // fi-32 T = 2: 1.14 rows per expert
   EXPECT_FALSE(pe(4, 8, 7168, 2048, 32));  // 1.46
-  // 33..64 entries only where experts do not repeat (E_local >= 4 T k): Qwen3-30B (E 128) T = 4 yes,
-  // T = 5 / 6 (1.14 / 1.18 rows, but 128 < 160 / 192) no.
+  // 33..64 entries only where experts do not repeat (E_local >= 4 T k) and H <= 4096: Qwen3-30B (E 128)
+  // T = 4 yes, T = 5 / 6 (1.13 / 1.17 rows, but 128 < 160 / 192) no.
   EXPECT_TRUE(pe(4, 8, 2048, 768, 128));
   EXPECT_FALSE(pe(5, 8, 2048, 768, 128));
   EXPECT_FALSE(pe(6, 8, 2048, 768, 128));
   EXPECT_FALSE(pe(5, 8, 2048, 768, 128, true));
+  EXPECT_TRUE(pe(5, 8, 2048, 512, 160));    // E_local = 4 T k: no repeats expected
+  EXPECT_FALSE(pe(5, 8, 2048, 512, 159));
+  EXPECT_TRUE(pe(5, 8, 4096, 512, 256));    // H = 4096: still short rows
+  EXPECT_FALSE(pe(5, 8, 4160, 512, 256));
+  EXPECT_TRUE(pe(4, 8, 4160, 512, 256));    // up to 32 entries H does not matter
+  // T = 0 never reaches the choice (fused_moe returns first); the rule still answers, without dividing by 0.
+  EXPECT_EQ(path(0, 8, 2048, 512, 256), MoePath::kPerEntry);
+  EXPECT_EQ(moe_impl::expected_rows_per_expert(0, 8, 256), 0.0);
   // Few local experts: T = 1, and up to 4 entries (Mixtral: E 8, k 2, T = 2: experts repeat, kernel
   // A's expert slices); more entries take the pipeline.
   EXPECT_TRUE(pe(1, 2, 4096, 14336, 8));

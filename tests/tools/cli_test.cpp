@@ -115,12 +115,15 @@ TEST_F(Cli, BenchForwardsOrSaysNotBuilt) {
     EXPECT_EQ(bad.code, 2) << bad.err;
     EXPECT_TRUE(one_error_line(bad.err)) << bad.err;
     if (r.code == 0 && std::string(which) != "quantize") {
-      for (const char* v : {"-1", "abc", "nan"}) {
+      for (const char* v : {"-1", "abc", "nan", "inf"}) {
         const Result neg = run_cli(std::string("bench ") + which + " --warmup-ms " + v);
         EXPECT_EQ(neg.code, 2) << v << "\n" << neg.err;
         EXPECT_NE(neg.err.find("--warmup-ms"), std::string::npos) << neg.err;
         EXPECT_TRUE(one_error_line(neg.err)) << neg.err;
       }
+      // 0 (the default) parses: whatever follows (no GPU here, or a run), it is not an argument error.
+      const Result zero = run_cli(std::string("bench ") + which + " --warmup-ms 0 --help");
+      EXPECT_EQ(zero.code, 0) << zero.err;
     }
   }
 }
