@@ -186,7 +186,7 @@ def gemm_report(files, marlin):
         shown = missed if len(missed) <= 8 else missed[:4] + missed[-4:]
         for x in shown:
             shape, mode, m, te, roof, roof_g, ok, tac, bad = x
-            cut = f"-{100.0 * (1.0 - best(x) / 0.85):.1f}%" if best(x) > 0 else ""
+            cut = need(1.0, best(x) / 0.85, ok)  # times relative to the point's own
             out.append(f"  {shape:<18} {mode:<13} {m:>5} {fmt(te):>8} us  roof {fmt(roof)} / {fmt(roof_g)}  {cut:>6}  {verdict(ok)}")
         out.append(f"  #5 c: {n_ok}/{len(lines_c)} points met (the 4 furthest and the 4 closest misses listed, "
                    "with the time cut each needs)")

@@ -115,7 +115,7 @@ inline bool fused_decode_preferred(int64_t tokens, int64_t top_k, int64_t hidden
   const int fc2_blocks = fused_decode_fc2_blocks(inter);
   const double fc1_units = active * double(inter / 16);
   const double fc2_units = active * double(hidden / 32 / fc2_blocks);
-  const double rows = double(tokens * top_k) / std::max(active, 1.0);
+  const double rows = expected_rows_per_expert(tokens, top_k, e_local);
   const double fc1_min = fc2_blocks == 2 ? 0.4 : 0.7;
   return rows <= 6.0 && fc1_units >= fc1_min * warps && fc2_units >= warps;
 }
