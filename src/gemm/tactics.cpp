@@ -240,8 +240,10 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // 2-chunk groups stay faster: 8192x8192 18.5 vs 20.0, 8192x28672 53.1 vs 53.6).
   const int64_t k_chunks = (k + 63) / 64;
   // Row blocks and warps per row block of the 16- and 32-row tiles, as decode_host.cu launches them.
-  // 8 warps per row block is where W4A16's fragment-order tiles read A through the warps' rings
-  // (decode_host.cu ring_a) instead of behind the arrangement kernel.
+  // The rules below that ask for 8 warps per row block were fitted when only there W4A16's
+  // fragment-order tiles read A through the warps' rings instead of behind the arrangement kernel
+  // (decode_host.cu ring_a; since session 26 also with 4 warps, and with 2 on the 32-row tiles, which
+  // made gate_up's 8- and 16-token tiles 1-3.5 % faster without changing its tiles).
   const int64_t rb16 = (rows + 15) / 16, rb32 = (rows + 31) / 32;
   const int64_t kw16 = dense_dp_warps_per_row_block(rb16, k_chunks, int(slots / 2));
   const int64_t kw32 = dense_dp_warps_per_row_block(rb32, k_chunks, int(slots / 2));

@@ -253,13 +253,14 @@ TEST(GemmGpu, W4A16RaggedAllTactics) {
   // Strided A (lda > k): every tactic, the fragment-order arrangement included, reads rows at lda.
   total += run_case({13, 200, 1040, DType::kBF16, DType::kBF16, true, 24}, seed++);
   total += run_case({29, 64, 80, DType::kFP16, DType::kFP16, false, 8}, seed++);
-  // K >= 64 chunks and few row blocks (8 warps per row block): the fragment-order tiles read
-  // row-major A through their shared-memory rings (decode_host.cu ring_a) — a partial token tile
-  // (rows past M zero-filled), K % 64 == 32 (the last chunk's pieces past K zero-filled), strided A.
+  // The fragment-order tiles read row-major A through their shared-memory rings (decode_host.cu
+  // ring_a) where warps per row block x row tiles >= 4 (the cases above: K = 2064, 4 warps, both tiles;
+  // K = 1040, 2 warps, the 32-row tiles; K = 960, one warp, arranged A) — a partial token tile (rows
+  // past M zero-filled), K % 64 == 32 (the last chunk's pieces past K zero-filled), strided A.
   total += run_case({13, 1040, 4128, DType::kBF16, DType::kBF16, true, 24}, seed++);
   total += run_case({6, 260, 4160, DType::kFP16, DType::kFP16, false}, seed++);
-  // 513 16-row blocks of K = 65 chunks: 4 warps per row block on the 16-row tiles (the arrangement:
-  // no ring there), 8 on the 32-row ones (rings), a last CTA with one row block.
+  // 513 16-row blocks of K = 65 chunks: 4 warps per row block on the 16-row tiles, 8 on the 32-row
+  // ones (rings on both), a last CTA with one row block.
   total += run_case({7, 8208, 4160, DType::kBF16, DType::kBF16, true}, seed++);
   EXPECT_GT(total, 0);
 }
@@ -313,10 +314,10 @@ TEST(GemmGpu, W4A4RaggedAllTactics) {
 }
 
 // W4A4 on the dense dp tiles at 1..2 tokens (K <= 4096) decodes NVFP4 A inside the GEMM (each CTA
-// into shared memory) instead of staging it with a kernel of its own; at more tokens a staging
-// kernel does. The decoded values are exact either way, so every dp tactic must give the same bits
-// as W4A16 on A dequantized on the host (E2M1 x E4M3, no global scale) — ragged K (a partial last
-// chunk), strided A, both output types.
+// into shared memory) instead of staging it with a kernel of its own; at more tokens, or longer K, a
+// staging kernel does. The decoded values are exact either way, so every dp tactic must give the same
+// bits as W4A16 on A dequantized on the host (E2M1 x E4M3, no global scale) — ragged K (a partial last
+// chunk), strided A, both output types, both ways of staging at 1..2 tokens.
 TEST(GemmGpu, W4A4MatchesW4A16OnDecodedActivationsBitForBit) {
   FP4KIT_REQUIRE_SM90A();
   std::mt19937 rng(std::random_device{}());
@@ -329,6 +330,8 @@ TEST(GemmGpu, W4A4MatchesW4A16OnDecodedActivationsBitForBit) {
                         Case{1, 260, 960, DType::kE2M1x2, DType::kBF16, false},
                         Case{2, 200, 32, DType::kE2M1x2, DType::kFP16, true},
                         Case{5, 260, 2080, DType::kE2M1x2, DType::kBF16, false, 64},  // (staged)
+                        Case{2, 520, 8256, DType::kE2M1x2, DType::kBF16, true},        // (staged)
+                        Case{1, 300, 14400, DType::kE2M1x2, DType::kFP16, false, 32},  // (staged)
                         Case{2, 4096, 4096, DType::kE2M1x2, DType::kBF16, true}}) {
     const bool gpu_quant = c.n == 4096;
     const int64_t lda = c.k + c.lda_pad;
@@ -426,7 +429,7 @@ TEST(GemmGpu, W4A4MatchesW4A16OnDecodedActivationsBitForBit) {
       }
     }
   }
-  EXPECT_GE(compared, 7 * 2 * 4);
+  EXPECT_GE(compared, 9 * 2 * 4);
 }
 
 // GemmParams::enable_pdl on the wgmma family: the kernel requests its first stages' weights before

@@ -1,5 +1,6 @@
 // Host side of the decode family: persistent grid size, fix-up workspace, launch.
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -46,23 +47,42 @@ int sm_count() { return device_info().available ? device_info().sm_count : 132; 
 // W4A16 on the fragment-order tiles: the kernel reads row-major A through per-warp shared-memory rings
 // (decode_dp_kernel's kRingA) instead of waiting for arrange_activations (W4A4 arranges, except on the
 // tile of the NVFP4 ring below). The API's alignment (A 16-byte aligned, lda % 8 == 0) is what the ring's
-// 16-byte cp.async copies need. Only where the CTA's warps stream different K slices (kw = 8): with
-// fewer warps per row block, the warps of a CTA that share a K slice each copy the same A chunks,
-// where the arranged A is read once through L1. H100 (docs/PERF.md session 17, graph replay with PDL,
-// ring vs arrangement): kw = 8 layers 1-20 % faster at 5..16 tokens (8192x28672 M = 8 / 16 48.5 /
-// 53.1 -> 46.2 / 52.0 us, 8192x8192 M = 16 18.4 -> 17.3, o M = 16 8.2 -> 6.5), while 8192x8192's
-// 8-token tile (kw = 4) lost 4-6 % with the ring (also with L1-allocating copies) and gate_up (kw = 2)
-// moved by -2..+3 %.
+// 16-byte cp.async copies need. Where fewer than 8 warps split a row block, the warps of a CTA that
+// share a K slice each copy the same A chunks into their own rings (the arranged A is read once
+// through L1): the ring is taken while that repeats a chunk at most twice per 16-row weight tile
+// (warps per row block x row tiles >= 4: kw = 8; kw = 4; kw = 2 on the 32-row tiles).
+// H100, graph replay with PDL, ring vs arrangement: session 17 (docs/PERF.md), kw = 8 layers 1-20 %
+// faster at 5..16 tokens (8192x28672 M = 8 / 16 48.5 / 53.1 -> 46.2 / 52.0 us, 8192x8192 M = 16 18.4 ->
+// 17.3, o M = 16 8.2 -> 6.5); with that session's ring 8192x8192's 16-row 8-token tile (kw = 4) lost
+// 4-6 % and gate_up (kw = 2) moved by -2..+3 %, so the ring stayed at kw = 8. Session 26 (runs 1-2,
+// medians of 2-3), with the cheaper ring of session 18: gate_up (kw = 2, 32-row tiles) M = 6 / 8
+// 24.42 / 24.52 -> 24.17 / 24.27, M = 9 / 12 / 16 26.28 / 26.42 / 26.49 -> 25.36 / 25.49 / 25.66;
+// 14336x4096 M = 12 / 16 (kw = 4, 32 rows) 15.79 / 15.73 -> 14.53 / 14.55; 8192x8192's 16-row tiles
+// forced (kw = 4) 8 tokens M = 6 / 8 -3.5 %, 16 tokens M = 6..16 -2..-12 %; but 14336x4096 M = 6 / 8
+// on the 16-row tile with kw = 2 (each chunk copied 4 times per row tile) 13.50 -> 14.10 / 13.87.
 // W4A4 (w4a4_ring_enabled, BF16 output): the NVFP4 ring (RingA4) on the tile it is instantiated for
-// (the rolling 8-token 32-row tile; decode_launch.cuh).
+// (the rolling 8-token 32-row tile; decode_launch.cuh), with 8 warps per row block only: with 2, its
+// per-warp decode of A repeats 4 times per CTA (session 26 run 1, gate_up M = 3..8 +10..+16 % against
+// the arrangement).
 sm90::DecodeKernelFn w4a4_ring_kernel(const Tactic& t, const GemmParams& p) {
   if (p.a_dtype != DType::kE2M1x2 || p.d_dtype != DType::kBF16 || !w4a4_ring_enabled(device_hbm_rich())) return nullptr;
   return sm90::decode_dpf_w4a4_ring_kernel_for<__nv_bfloat16>(t.nt, t.rows, t.unroll, t.roll);
 }
+// FP4KIT_RING_MIN_KW=2|4|8: W4A16 takes the rings only from that many warps per row block on (8: the
+// rule before session 26), for A/B runs; the default asks only for warps x row tiles >= 4.
+int w4a16_ring_min_kw() {
+  static const int v = [] {
+    const char* e = std::getenv("FP4KIT_RING_MIN_KW");
+    return e != nullptr && (e[0] == '2' || e[0] == '4' || e[0] == '8') && e[1] == 0 ? e[0] - '0' : 1;
+  }();
+  return v;
+}
 bool ring_a(const Tactic& t, const GemmParams& p) {
-  if (!t.frag_a || (p.a_dtype == DType::kE2M1x2 && !w4a4_ring_kernel(t, p))) return false;
+  const bool w4a4 = p.a_dtype == DType::kE2M1x2;
+  if (!t.frag_a || (w4a4 && !w4a4_ring_kernel(t, p))) return false;
   const int64_t row_blocks = (p.n + 16 * t.rows - 1) / (16 * t.rows);
-  return dense_dp_warps_per_row_block(row_blocks, prepacked_shape(p.n, p.k).k_chunks, sm_count()) == 8;
+  const int64_t kw = dense_dp_warps_per_row_block(row_blocks, prepacked_shape(p.n, p.k).k_chunks, sm_count());
+  return w4a4 ? kw == 8 : kw * t.rows >= 4 && kw >= w4a16_ring_min_kw();
 }
 // Dynamic shared memory of a kRingA launch (NT = 1 / 2 / 4: 32 / 64 / 128 KB).
 size_t ring_a_smem_bytes(const Tactic& t) { return size_t(sm90::kDecodeWarps) * sm90::kRingSlots * t.nt * sm90::kRingTileBytes; }
