@@ -354,8 +354,9 @@ struct RingA {
   // kDeadRow for rows past M: one compare per copy says whether it reads (a row-liveness mask beside
   // one K count was rematerialized by ptxas into ~15 instructions per chunk at 128 registers).
   int k_left[NT][2];
-  // (A dead row's count loses 64 per chunk: it stays negative for 2^24 chunks, far beyond any warp's
-  // range where the ring runs — 8 warps per row block, K < 2^31, i.e. < 2^22 chunks per warp.)
+  // (A dead row's count loses 64 per chunk: it stays negative for 2^24 chunks, beyond any warp's
+  // range where the ring runs — at least 2 warps per row block (ring_a), K < 2^31, i.e. < 2^24 chunks
+  // per warp.)
   static constexpr int kDeadRow = -(1 << 30);
   int left;             // chunks of the warp's range from chunk next + kRingAhead on (<= 0: none)
 
