@@ -114,8 +114,9 @@ struct Case {
   int64_t lda_pad = 0;  // A rows are k + lda_pad elements apart, the gap filled with NaN (0xff codes)
 };
 
-// Runs every tactic that can implement the case; returns the number of tactics run.
-int run_case(const Case& c, uint32_t seed) {
+// Runs every tactic that can implement the case (whose name starts with tactic_prefix, if given);
+// returns the number of tactics run.
+int run_case(const Case& c, uint32_t seed, const char* tactic_prefix = nullptr) {
   std::mt19937 rng(seed);
   const bool w4a4 = c.a_dtype == DType::kE2M1x2;
   const DType act16 = w4a4 ? DType::kBF16 : c.a_dtype;
@@ -199,6 +200,7 @@ int run_case(const Case& c, uint32_t seed) {
   int ran = 0;
   for (const GemmTacticInfo& t : gemm_tactics()) {
     gp.tactic = t.id;
+    if (tactic_prefix != nullptr && std::string(t.name).rfind(tactic_prefix, 0) != 0) continue;
     if (!gemm_tactic_can_implement(t.id, gp).is_ok()) continue;
     const size_t ws_bytes = gemm_workspace_bytes(gp);
     DeviceBuffer<uint8_t> ws(ws_bytes);
@@ -262,6 +264,22 @@ TEST(GemmGpu, W4A16RaggedAllTactics) {
   // 513 16-row blocks of K = 65 chunks: 4 warps per row block on the 16-row tiles, 8 on the 32-row
   // ones (rings on both), a last CTA with one row block.
   total += run_case({7, 8208, 4160, DType::kBF16, DType::kBF16, true}, seed++);
+  EXPECT_GT(total, 0);
+}
+
+// The fragment-order tiles' A rings with fewer than 8 warps per row block (decode_host.cu ring_a): 2
+// (K = 1056, 17 chunks: the 32-row tiles) and 4 (K = 2080, 33 chunks: both tiles), whose warps that
+// share a K slice each fill a ring of their own. The all-tactics tests cover the same paths; this one
+// is small enough for compute-sanitizer racecheck (--gtest_filter=GemmGpu.RingWithFewWarpsPerRowBlock).
+TEST(GemmGpu, RingWithFewWarpsPerRowBlock) {
+  FP4KIT_REQUIRE_SM90A();
+  uint32_t seed = std::random_device{}();
+  int total = 0;
+  for (int64_t m : {7, 13})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{520, 1056}, {264, 2080}}) {
+      total += run_case({m, n, k, DType::kBF16, DType::kBF16, true}, seed++, "decode_dpf");
+      if (HasFailure()) return;
+    }
   EXPECT_GT(total, 0);
 }
 
