@@ -19,6 +19,7 @@
 #include "fp4kit/layout.h"
 #include "fp4kit/quantize.h"
 #include "format/e2m1.h"
+#include "format/e2m1x8.h"
 #include "format/e4m3.h"
 #include "format/ue8m0.h"
 #include "quant/launch.h"
@@ -44,31 +45,6 @@ struct DequantKernelParams {
   int64_t output_row_bytes;
   bool pdl;
 };
-
-// Eight E2M1 codes (element i in bits 4i..4i+3) -> four BF16x2 words holding the exact signed
-// values (element 2j in the low half of word j). Magnitudes by table lookup: the BF16 bit patterns
-// of {0, 0.5, 1, 1.5, 2, 3, 4, 6} are 0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080,
-// 0x40C0; one PRMT looks up the low (high) bytes of four codes at once. Signs: code bit 3 -> BF16
-// bit 15 with one PRMT + LOP3 per word.
-__device__ __forceinline__ void e2m1x8_to_bf16x2(uint32_t w, uint32_t (&out)[4]) {
-  const uint32_t mag = w & 0x77777777u;  // selector nibbles 0..7 (bit 3 would mean sign-replicate)
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const uint32_t sel = mag >> (16 * h);
-    const uint32_t lo = __byte_perm(0xC0800000u, 0xC0804000u, sel);  // low bytes of codes 0..7
-    const uint32_t hi = __byte_perm(0x3F3F3F00u, 0x40404040u, sel);  // high bytes
-    out[2 * h] = __byte_perm(lo, hi, 0x5140);                        // {lo0, hi0, lo1, hi1}
-    out[2 * h + 1] = __byte_perm(lo, hi, 0x7362);                    // {lo2, hi2, lo3, hi3}
-  }
-  // Word j takes the signs of codes 2j (bit 8j+3 of w) and 2j+1 (bit 8j+7): byte j of w << 4 has
-  // the first at its bit 7, byte j of w the second.
-  const uint32_t w4 = w << 4;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const uint32_t t = __byte_perm(w, w4, 0x0400 | (j << 12) | ((4 + j) << 4));  // byte1 = w4.b[j], byte3 = w.b[j]
-    out[j] |= t & 0x80008000u;
-  }
-}
 
 __device__ __forceinline__ uint32_t bf16x2_bits(float lo, float hi) {
   const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
@@ -142,7 +118,7 @@ __device__ __forceinline__ uint4 dq_unit(const DequantKernelParams& p, uint2 e, 
     }
   } else {
     uint32_t b[4];  // signed E2M1 values as BF16x2, exact (kN / 2 words used)
-    e2m1x8_to_bf16x2(e.x, b);
+    format::e2m1x8_to_bf16x2(e.x, b);  // (format/e2m1x8.h: byte permutes, signs)
     if constexpr (kFormat == BlockFormat::kNVFP4) {
       // e2m1 * e4m3 has at most 6 significant bits and lies in [2^-10, 2688]: exact in BF16, so
       // the BF16x2 product is the reference's exact FP32 product.
