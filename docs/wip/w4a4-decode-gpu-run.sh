@@ -4,7 +4,7 @@
 # the patches touch, head / e2 / slice alternated 3 times, graph replay with PDL; table last.
 set -u
 R=${OUT:-/tmp}/w4a4dec; mkdir -p $R; N=gpu-bin/w4a4dec; X=/tmp/w4a4dec; mkdir -p $X
-for f in $N/*.gz; do b=$(basename $f .gz); gunzip -c $f > $X/$b; chmod +x $X/$b; done
+for f in $N/*.xz; do b=$(basename $f .xz); { xz -dc $f 2>/dev/null || python3 -c "import lzma,sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())" $f; } > $X/$b; chmod +x $X/$b; done
 for v in e2 slice; do
   timeout 120 $X/test_gemm_$v --gtest_brief=1 > $R/test_gemm_$v.log 2>&1; echo "test_gemm $v rc=$?"
   grep -E "FAILED|PASSED" $R/test_gemm_$v.log | head -4
