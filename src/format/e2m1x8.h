@@ -1,6 +1,6 @@
 // Eight E2M1 codes of one 32-bit word (element i in bits 4i..4i+3) -> four packed 16-bit pairs of
 // their exact values (element 2j in the low half of word j), BF16 or FP16, by byte permutes (host +
-// device). About 14 integer instructions for eight values on the GPU, against ~36 per pair for a
+// device). About 20 integer instructions for eight values on the GPU, against ~36 per pair for a
 // float decode and a narrowing (e2m1_to_float, pack): the NVFP4 dequantize kernel's path, shared.
 // tests/format/e2m1x8_test.cpp checks every code in every position against format::e2m1_to_float.
 #pragma once
