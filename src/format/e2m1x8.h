@@ -24,6 +24,13 @@ FP4KIT_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
 #endif
 }
 
+// Byte c (0..3) of each of w0..w3, as bytes 0..3 of one word (three permutes): a fragment's bytes
+// that sit one per word (W4A4's A in B-fragment order) gathered for one e2m1x8 decode.
+FP4KIT_HD uint32_t gather_byte(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, uint32_t c) {
+  const uint32_t sel = c | ((c + 4u) << 4);  // {x.b[c], y.b[c], x.b0, x.b0}
+  return byte_perm(byte_perm(w0, w1, sel), byte_perm(w2, w3, sel), 0x5410u);
+}
+
 // The signs: word j takes those of codes 2j (bit 8j+3 of w) and 2j+1 (bit 8j+7) at bits 15 and 31.
 // Byte j of w << 4 has the first at its bit 7, byte j of w the second.
 FP4KIT_HD void e2m1x8_signs(uint32_t w, uint32_t (&out)[4]) {

@@ -58,6 +58,18 @@ TEST(E2m1x8, RandomWords) {
   }
 }
 
+TEST(E2m1x8, GatherByteTakesByteCOfEachWord) {
+  std::mt19937 rng(std::random_device{}());
+  for (int i = 0; i < 10000; ++i) {
+    const uint32_t w[4] = {uint32_t(rng()), uint32_t(rng()), uint32_t(rng()), uint32_t(rng())};
+    for (uint32_t c = 0; c < 4; ++c) {
+      uint32_t want = 0;
+      for (int q = 0; q < 4; ++q) want |= ((w[q] >> (8 * c)) & 0xffu) << (8 * q);
+      ASSERT_EQ(gather_byte(w[0], w[1], w[2], w[3], c), want) << "c=" << c;
+    }
+  }
+}
+
 // The host byte_perm against the PRMT definition on a few selectors (the device uses __byte_perm).
 TEST(E2m1x8, BytePermSelectsBytes) {
   EXPECT_EQ(byte_perm(0x33221100u, 0x77665544u, 0x3210u), 0x33221100u);
