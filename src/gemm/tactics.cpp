@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 
@@ -189,10 +190,14 @@ bool hbm_rich(double dram_peak_gbps, int sm_count) {
   return sm_count > 0 && dram_peak_gbps / sm_count >= kHbmRichGbpsPerSm;
 }
 
+int env_digit(const char* name, const char* allowed) {
+  const char* e = std::getenv(name);
+  return e != nullptr && e[0] != 0 && e[1] == 0 && std::strchr(allowed, e[0]) != nullptr ? e[0] - '0' : -1;
+}
+
 bool device_hbm_rich() {
   static const bool rich = [] {
-    if (const char* e = std::getenv("FP4KIT_HBM_RICH"); e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == 0)
-      return e[0] == '1';
+    if (const int forced = env_digit("FP4KIT_HBM_RICH", "01"); forced >= 0) return forced == 1;
     const DeviceInfo& d = device_info();
     return d.available && hbm_rich(d.dram_peak_gbps, d.sm_count);
   }();
@@ -200,10 +205,7 @@ bool device_hbm_rich() {
 }
 
 bool w4a4_ring_enabled(bool rich) {
-  static const int forced = [] {
-    const char* e = std::getenv("FP4KIT_W4A4_RING");
-    return e != nullptr && (e[0] == '0' || e[0] == '1') && e[1] == 0 ? e[0] - '0' : -1;
-  }();
+  static const int forced = env_digit("FP4KIT_W4A4_RING", "01");
   return forced >= 0 ? forced == 1 : !rich;
 }
 

@@ -52,6 +52,9 @@ constexpr double kHbmRichGbpsPerSm = 33.0;
 bool hbm_rich(double dram_peak_gbps, int sm_count);
 // hbm_rich() of the current device (device_info()); FP4KIT_HBM_RICH=0 or 1 overrides it (A/B runs).
 bool device_hbm_rich();
+// An A/B switch of the heuristics: environment variable `name` when it is exactly one of the
+// characters of `allowed` (a digit), as that digit; else -1. Callers read it once (static).
+int env_digit(const char* name, const char* allowed);
 // W4A4 on the 8-token 32-row fragment-order tiles whose warps stream 8 K slices: the warps' rings carry
 // the NVFP4 codes and scales and the warps decode them (decode_kernel.cuh RingA4), instead of waiting
 // for the arrangement kernel. On where measured faster: devices that are not HBM-rich (`rich`:

@@ -1,6 +1,5 @@
 // Host side of the decode family: persistent grid size, fix-up workspace, launch.
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -71,10 +70,7 @@ sm90::DecodeKernelFn w4a4_ring_kernel(const Tactic& t, const GemmParams& p) {
 // FP4KIT_RING_MIN_KW=2|4|8: W4A16 takes the rings only from that many warps per row block on (8: the
 // rule before session 26), for A/B runs; the default asks only for warps x row tiles >= 4.
 int w4a16_ring_min_kw() {
-  static const int v = [] {
-    const char* e = std::getenv("FP4KIT_RING_MIN_KW");
-    return e != nullptr && (e[0] == '2' || e[0] == '4' || e[0] == '8') && e[1] == 0 ? e[0] - '0' : 1;
-  }();
+  static const int v = std::max(env_digit("FP4KIT_RING_MIN_KW", "248"), 1);
   return v;
 }
 bool ring_a(const Tactic& t, const GemmParams& p) {
