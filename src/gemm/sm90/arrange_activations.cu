@@ -78,13 +78,27 @@ __global__ void __launch_bounds__(kArrangeThreads) arrange_activations_kernel(co
       const int64_t kb = 64 * j + 16 * s < x.k ? 4 * j + s : 4 * j;  // a 16-element block inside K
       sfb[s] = __ldg(x.scales + format::sf_offset_128x4(src_tok, kb, x.sf_padded_cols));
     }
-    const int c = lane & 3;
+    // Byte c = lane & 3 of words 4h..4h+3 gathered into one word (three permutes), whose eight codes
+    // decode at once (sm90::decode_e2m1x8) into words 4h..4h+3, then each times its step's scale
+    // (exact, as sm90::decode_nvfp4x8).
+    const uint32_t c = uint32_t(lane & 3);
+    uint32_t s2[4];
 #pragma unroll
-    for (int q = 0; q < kFragmentWordsPerLane; ++q) {
-      const int s = q >> 1;
-      const bool live = row_live && 64 * j + 16 * s < x.k;
-      const uint32_t v = sm90::decode_nvfp4_pair<OutT>(uint8_t(codes[q] >> (8 * c)), format::e4m3_to_float(sfb[s]));
-      w[q] = live ? v : 0u;
+    for (int s = 0; s < 4; ++s) {
+      const float sf = format::e4m3_to_float(sfb[s]);
+      s2[s] = sm90::pack_pair<OutT>(sf, sf);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t g = format::gather_byte(codes[4 * h], codes[4 * h + 1], codes[4 * h + 2], codes[4 * h + 3], c);
+      uint32_t v[4];
+      sm90::decode_e2m1x8<OutT>(g, v);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int q = 4 * h + i, s = q >> 1;
+        const bool live = row_live && 64 * j + 16 * s < x.k;
+        w[q] = live ? sm90::mul_pair<OutT>(v[i], s2[s]) : 0u;
+      }
     }
   }
   x.out[2 * i] = make_uint4(w[0], w[1], w[2], w[3]);

@@ -19,15 +19,15 @@
 namespace fp4kit::gemm_impl {
 namespace {
 
-// W4A4 on a dense row-major dp tile with 1..2 tokens and K <= 4096: bytes of shared memory each CTA
-// takes to decode A itself (decode_dp_kernel's kStageA); else 0, and a staging kernel decodes A into
-// the workspace first. Every CTA decodes all of A after its PDL wait, which costs more than the
-// staging kernel's launch and dependency beyond that (H100 session 15, graph replay with PDL,
-// in-kernel vs staging: o M = 1 / 2 5.54 / 6.37 vs 6.51 / 7.08 us, qkv 7.65 / 8.55 vs 9.55 / 9.64,
-// gate_up -2.6 / -0.8 %; but 8192x8192 M = 2..5 +7..+38 %, down M = 1..3 +7..+33 %, 8192x28672 M = 1
-// +9 %; docs/PERF.md).
-// (At most 2 x (4096 + 8) x 2 bytes: far under the 48 KB of dynamic shared memory a kernel gets
-// without an attribute, beside the kernel's own 4-8 KB.)
+// W4A4 on a dense row-major dp tile with 1..2 tokens and K <= 16384 (at most 64 KB): bytes of shared
+// memory each CTA takes to decode A itself (decode_dp_kernel's kStageA: each warp decodes its own K
+// slice, stage_a_slice); else 0, and a staging kernel decodes A into the workspace first.
+// H100 session 27 (graph replay with PDL, medians of 3, against the CTA-wide float decode of K <= 4096
+// with the staging kernel beyond): o M = 1 / 2 -4.9 / -14.9 %, qkv -4.7 / -11.3 %, gate_up -1.4 / -4.1 %,
+// 8192x8192 -4.7 / -2.8 %, down -0 / -3.0 %; 8192x28672 M = 1 (K = 28672, 57 KB) +1.9 %, so K past
+// 16384 keeps the staging kernel. (Session 15's CTA-wide float decode of all of A lost 7..38 % past
+// K = 4096: the per-warp slices and the 8-code decode are what moved the limit.)
+// (Past 48 KB the launch raises the kernel's dynamic shared memory attribute.)
 // Row stride of A in shared memory (elements): whole chunks plus 8 elements, so that the rows a
 // warp's lanes read at once start 16 bytes (4 banks) apart instead of on the same banks.
 int64_t stage_a_row(const GemmParams& p) { return prepacked_shape(p.n, p.k).k_pad + 8; }
@@ -37,8 +37,9 @@ sm90::DecodeKernelFn stage_kernel_for(const Tactic& t, const GemmParams& p) {
   return sm90::decode_dp_stage_kernel_for<__half>(t.nt, t.rows, t.unroll, t.roll);
 }
 size_t stage_a_smem_bytes(const Tactic& t, const GemmParams& p) {
-  if (p.m > 2 || p.k > 4096 || !stage_kernel_for(t, p)) return 0;
-  return size_t(p.m) * size_t(stage_a_row(p)) * 2;
+  if (p.m > 2 || p.k > 16384 || !stage_kernel_for(t, p)) return 0;
+  const size_t bytes = size_t(p.m) * size_t(stage_a_row(p)) * 2;
+  return bytes <= 64 * 1024 ? bytes : 0;  // two CTAs of the 16-row tile and their static arrays per SM
 }
 
 int sm_count() { return device_info().available ? device_info().sm_count : 132; }

@@ -956,32 +956,58 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
   }
 }
 
-// kStageA: the whole CTA decodes A (NVFP4, args.a / a_scales) exactly into shared memory as [m][lda]
-// 16-bit values (lda = whole chunks + 8: the chunks past K zero, the row offset for the banks), then
-// returns the view reading it. The same values
-// as stage_activations (an E2M1 value times an E4M3 scale fits BF16 and FP16 exactly), without a
-// kernel of its own between the previous GEMM and this one.
+// kStageA (W4A4, M <= 2): NVFP4 A (args.a / a_scales) decoded exactly into the CTA's shared memory as
+// [m][lda] 16-bit values (lda = whole chunks + 8: the bank offset; the blocks past K are zero), the
+// same values as stage_activations, without a kernel of its own between the previous GEMM and this
+// one. Each warp reads A only inside its own K slice (chunks [js, je) of the kw slices), so the warps
+// that share slice kidx (one per row block of the CTA, `sub` = 0..per_cta-1) decode just that slice,
+// a lane's blocks kStageBatch at a time with every load issued before any decode, and meet at the
+// slice's named barrier (1 + kidx; one warp: a warp barrier) — no CTA-wide barrier. A block costs
+// ~60 instructions with decode_nvfp4x8 (~290 with a float decode per pair: that version lost to the
+// staging kernel above K = 4096, session 26 run 1); taken for K <= 16384 (decode_host.cu).
+constexpr int kStageBatch = 4;
 template <typename T>
-__device__ __forceinline__ DecodeView stage_a_in_shared(const DecodeGemmArgs& args, T* sa) {
-  const int blocks_pad = int(args.lda / 16), blocks = args.k / 16;  // lda: whole chunks + 8 (bank offset)
-  const int total = args.m * blocks_pad;  // 16-element blocks, one E4M3 scale each
+__device__ __forceinline__ DecodeView stage_a_slice(const DecodeGemmArgs& args, T* sa, int js, int je, int kidx,
+                                                    int sub, int per_cta, int lane) {
+  const int blocks = args.k / 16;  // 16-element blocks inside K
+  const int slice_blocks = 4 * (je - js), first = 4 * js;
+  const int total = args.m * slice_blocks;  // (row, block) items; m <= 2
+  const int stride = 32 * per_cta;
   const uint8_t* codes = static_cast<const uint8_t*>(args.a);
-  for (int b = threadIdx.x; b < total; b += blockDim.x) {
-    const int row = b / blocks_pad, kb = b - row * blocks_pad;
-    uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    if (kb < blocks) {
-      const uint2 c = __ldg(reinterpret_cast<const uint2*>(codes + int64_t(row) * args.a_row_bytes + kb * 8));
-      const float sf = format::e4m3_to_float(__ldg(args.a_scales + format::sf_offset_128x4(row, kb, args.a_sf_cols)));
+  for (int b0 = sub * 32 + lane; b0 < total; b0 += kStageBatch * stride) {
+    uint2 c[kStageBatch];
+    uint8_t sfb[kStageBatch];
+    int dst[kStageBatch];  // element offset of the block in sa; -1: past the slice
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        w[i] = decode_nvfp4_pair<T>(uint8_t(((i < 4 ? c.x : c.y) >> (8 * (i & 3))) & 0xFFu), sf);
+    for (int i = 0; i < kStageBatch; ++i) {
+      const int b = b0 + i * stride;
+      const int row = b >= slice_blocks ? 1 : 0, kb = first + b - row * slice_blocks;
+      dst[i] = b < total ? row * int(args.lda) + kb * 16 : -1;
+      c[i] = make_uint2(0u, 0u);
+      sfb[i] = 0;
+      if (b < total && kb < blocks) {
+        c[i] = __ldg(reinterpret_cast<const uint2*>(codes + int64_t(row) * args.a_row_bytes + kb * 8));
+        sfb[i] = __ldg(args.a_scales + format::sf_offset_128x4(row, kb, args.a_sf_cols));
       }
     }
-    uint4* dst = reinterpret_cast<uint4*>(sa + int64_t(row) * args.lda + kb * 16);
-    dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
-    dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
+#pragma unroll
+    for (int i = 0; i < kStageBatch; ++i) {
+      if (dst[i] < 0) break;
+      const float sf = format::e4m3_to_float(sfb[i]);
+      const uint32_t s2 = pack_pair<T>(sf, sf);
+      uint32_t lo[4], hi[4];
+      decode_nvfp4x8<T>(c[i].x, s2, lo);
+      decode_nvfp4x8<T>(c[i].y, s2, hi);
+      uint4* d = reinterpret_cast<uint4*>(sa + dst[i]);
+      d[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+      d[1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+    }
   }
-  __syncthreads();
+  if (per_cta == 1) {
+    __syncwarp();
+  } else {
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + kidx), "r"(32 * per_cta) : "memory");
+  }
   DecodeView v = dense_view(args);
   v.a = sa;
   return v;
@@ -1029,10 +1055,13 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
   int64_t cta = blockIdx.x;
   DecodeView view{};
   // Dense mode, after the PDL wait: the problem's view (kStageA: with A decoded into shared memory).
-  auto wait_view = [](const DecodeGemmArgs& x) {
+  // (kStageA: the warp's K slice of A whether or not its row block is live: the other warps of the
+  // slice count on it at the slice's barrier.)
+  auto wait_view = [&](const DecodeGemmArgs& x) {
     if constexpr (kStageA) {
       extern __shared__ __align__(16) uint8_t staged_a[];
-      return stage_a_in_shared<T>(x, reinterpret_cast<T*>(staged_a));
+      return stage_a_slice<T>(x, reinterpret_cast<T*>(staged_a), int(x.k_chunks * kidx / kw),
+                              int(x.k_chunks * (kidx + 1) / kw), kidx, sub, per_cta, lane);
     } else {
       return dense_view(x);
     }

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "format/e2m1.h"
+#include "format/e2m1x8.h"
 
 namespace fp4kit::gemm_impl::sm90 {
 
@@ -31,6 +32,35 @@ template <typename OutT>
 __device__ __forceinline__ uint32_t decode_nvfp4_pair(uint8_t byte, float sf) {
   return pack_pair<OutT>(format::e2m1_to_float(format::e2m1_low(byte)) * sf,
                          format::e2m1_to_float(format::e2m1_high(byte)) * sf);
+}
+
+// The packed product of two pairs (HMUL2, round to nearest even).
+template <typename OutT>
+__device__ __forceinline__ uint32_t mul_pair(uint32_t a, uint32_t b) {
+  if constexpr (std::is_same_v<OutT, __nv_bfloat16>) {
+    const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  } else {
+    const __half2 r = __hmul2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+    return *reinterpret_cast<const uint32_t*>(&r);
+  }
+}
+
+// Eight E2M1 codes of w (element i in bits 4i..4i+3) times a block scale, as four packed pairs
+// (element 2j in the low half of word j): the codes' exact values by byte permutes
+// (format/e2m1x8.h), then one HMUL2 each with s2 = pack_pair<OutT>(sf, sf). Exact like
+// decode_nvfp4_pair (every E4M3 scale and every product is representable), at ~20 instructions for
+// the eight values instead of ~36 per pair.
+template <typename OutT>
+__device__ __forceinline__ void decode_e2m1x8(uint32_t w, uint32_t (&out)[4]) {
+  if constexpr (std::is_same_v<OutT, __nv_bfloat16>) format::e2m1x8_to_bf16x2(w, out);
+  else format::e2m1x8_to_f16x2(w, out);
+}
+template <typename OutT>
+__device__ __forceinline__ void decode_nvfp4x8(uint32_t w, uint32_t s2, uint32_t (&out)[4]) {
+  decode_e2m1x8<OutT>(w, out);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) out[j] = mul_pair<OutT>(out[j], s2);
 }
 
 }  // namespace fp4kit::gemm_impl::sm90

@@ -12,6 +12,10 @@ done
 timeout 150 compute-sanitizer --tool racecheck $X/test_gemm_slice \
   --gtest_filter=GemmGpu.W4A4MatchesW4A16OnDecodedActivationsBitForBit > $R/racecheck_slice.log 2>&1
 echo "racecheck slice rc=$?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" $R/racecheck_slice.log | head -3
+timeout 150 compute-sanitizer --tool racecheck $X/test_gemm_e2 \
+  --gtest_filter=GemmGpu.RingWithFewWarpsPerRowBlock > $R/racecheck_ring.log 2>&1
+echo "racecheck ring rc=$?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" $R/racecheck_ring.log | head -3
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 for rep in 1 2 3; do
   for v in head e2 slice; do
     timeout 60 $X/fp4kit_$v bench gemm --shapes 8192x8192,down,gate_up,o,qkv,8192x28672 --m 1,2,9,16 --mode both \
@@ -19,3 +23,4 @@ for rep in 1 2 3; do
   done
 done
 python3 scripts/ab_table.py --base head $R/head_r*.csv $R/e2_r*.csv $R/slice_r*.csv
+cd ${OUT:-/tmp} && tar czf w4a4dec.tgz w4a4dec && rm -rf w4a4dec
