@@ -33,7 +33,9 @@
 #include "moe/moe_path.h"    // resolve_moe_path: the note column
 #include "fp4kit/device.h"
 #include "fp4kit/gemm.h"
+#include "fp4kit/layout.h"
 #include "fp4kit/moe.h"
+#include "fp4kit/quantize.h"
 #include "fp4kit/status.h"
 #include "fp4kit/types.h"
 
@@ -65,6 +67,9 @@ reference of the whole layer (reference::fused_moe). Details: docs/MOE.md.
   --graph              also time CUDA-graph replay (graph_us)
   --pdl                MoeParams::enable_pdl on the timed calls (back-to-back layers overlap their
                        launch gaps; the graph_us of a model's stream of layers)
+  --fp4-input          W4A4 takes the hidden states pre-quantized to NVFP4 (input_dtype kE2M1x2,
+                       128x4 scales; quantize_nvfp4 with the FC1 activation global scale) instead
+                       of quantizing the BF16 ones itself
   --no-baseline        skip the cuBLASLt BF16 rows
   --no-check           skip the CPU-reference checks
   --check-max-t N      check the points with T <= N (default 16)
@@ -119,6 +124,8 @@ bool read_moe_option(MoeBenchOptions& o, OptionReader& r, const std::string& a) 
     o.reduced_check = false;
   } else if (a == "--pdl") {
     o.pdl = true;
+  } else if (a == "--fp4-input") {
+    o.fp4_input = true;
   } else if (a == "--fc1-tactic" || a == "--fc2-tactic") {
     // -1 (heuristic) or a grouped tactic id; fused_moe reports ids it cannot run.
     if (r.value(&s)) {
@@ -263,6 +270,7 @@ class MoeBench final : public BenchDriver {
   Status ensure(GpuBuffer& b, size_t bytes, const char* what);
   MoeParams moe_params(const Layer& L, int mode, int64_t T, const RoutingSet& s, const void* x, void* out) const;
   Status check_point(const Layer& L, int mode, int64_t T, const RoutingSet& s, const void* x, Row* row);
+  Status quantize_input(const Layer& L, int64_t rows);
   Status run_fp4kit(const Layer& L, int mode, int64_t T, std::vector<RoutingSet>& sets, Row* row);
   Status setup_baseline(const Layer& L, int64_t max_t);
   Status run_cublas_experts(const Layer& L, int64_t T, std::vector<RoutingSet>& sets, Row* row);
@@ -279,6 +287,7 @@ class MoeBench final : public BenchDriver {
   CublasLtGemm lt_;
   // Per preset (freed between presets).
   GpuBuffer x_, out_, ws_;
+  GpuBuffer x4_, x4s_;                         // --fp4-input: x_ as NVFP4 codes [T, H/2] and 128x4 scales
   GpuBuffer scratch_c_, scratch_s_;            // checkpoint generation
   GpuBuffer bf16_w_;                           // baseline: n_bf16_sets_ x (W1 [2I, H], W2 [H, I])
   int64_t n_bf16_sets_ = 0;
@@ -525,6 +534,11 @@ MoeParams MoeBench::moe_params(const Layer& L, int mode, int64_t T, const Routin
   p.fc2_alpha = L.d_alpha2[mode].as<float>();
   p.fc1_act_global = L.d_gs1.as<float>();
   p.fc2_act_global = L.d_gs2.as<float>();
+  if (opt_.fp4_input && mode == 1) {  // x_'s NVFP4 copy (quantize_input), quantized with gs1 as well
+    p.input_dtype = DType::kE2M1x2;
+    p.input = x4_.data();
+    p.input_scales = x4s_.as<uint8_t>();
+  }
   p.output = out;
   p.check_expert_ids = false;
   p.enable_pdl = opt_.pdl;
@@ -532,6 +546,32 @@ MoeParams MoeBench::moe_params(const Layer& L, int mode, int64_t T, const Routin
   p.fc2_tactic = opt_.fc2_tactic;
   p.path = opt_.path;
   return p;
+}
+
+// --fp4-input: x_ [rows, H] quantized to NVFP4 (kExact, 128x4 scales) with the layer's FC1 activation
+// global scale gs1, so that alpha1 = 1 / (gs1 * gs_w) holds for it as for the in-kernel quantization.
+// A 128x4 buffer of `rows` rows starts with that of any fewer rows: T <= rows use its prefix.
+Status MoeBench::quantize_input(const Layer& L, int64_t rows) {
+  if (!opt_.fp4_input || rows <= 0) return Status::ok();
+  const int64_t H = L.h;
+  const int64_t sbytes = scale_buffer_bytes(BlockFormat::kNVFP4, ScaleLayout::kSwizzled128x4, rows, H);
+  FP4KIT_RETURN_IF_ERROR(x4_.alloc(size_t(rows * H / 2), "NVFP4 hidden states"));
+  FP4KIT_RETURN_IF_ERROR(x4s_.alloc(size_t(sbytes), "NVFP4 hidden-state scales"));
+  Nvfp4QuantizeParams q;
+  q.input = x_.data();
+  q.input_dtype = DType::kBF16;
+  q.rows = rows;
+  q.cols = H;
+  q.global_scale = L.d_gs1.as<float>();
+  q.numerics = QuantNumerics::kExact;
+  q.out_codes = x4_.data();
+  q.out_codes_bytes = rows * H / 2;
+  q.out_scales = x4s_.data();
+  q.out_scales_bytes = sbytes;
+  q.scale_layout = ScaleLayout::kSwizzled128x4;
+  FP4KIT_RETURN_IF_ERROR(quantize_nvfp4(q, stream_));
+  MB_CUDA(cudaStreamSynchronize(stream_), "quantize the hidden states");
+  return Status::ok();
 }
 
 // One call on a poisoned output (with the expert-id check), then the CPU reference on the same data:
@@ -546,6 +586,15 @@ Status MoeBench::check_point(const Layer& L, int mode, int64_t T, const RoutingS
   std::vector<uint16_t> out(static_cast<size_t>(T * H)), in(static_cast<size_t>(T * H));
   MB_CUDA(cudaMemcpyAsync(out.data(), out_.data(), out.size() * 2, cudaMemcpyDeviceToHost, stream_), "copy output");
   MB_CUDA(cudaMemcpyAsync(in.data(), x, in.size() * 2, cudaMemcpyDeviceToHost, stream_), "copy input");
+  const bool fp4_in = p.input_dtype == DType::kE2M1x2;
+  std::vector<uint8_t> in4, in4s;
+  if (fp4_in) {
+    in4.resize(size_t(T * H / 2));
+    in4s.resize(size_t(scale_buffer_bytes(BlockFormat::kNVFP4, ScaleLayout::kSwizzled128x4, T, H)));
+    MB_CUDA(cudaMemcpyAsync(in4.data(), p.input, in4.size(), cudaMemcpyDeviceToHost, stream_), "copy NVFP4 input");
+    MB_CUDA(cudaMemcpyAsync(in4s.data(), p.input_scales, in4s.size(), cudaMemcpyDeviceToHost, stream_),
+            "copy NVFP4 input scales");
+  }
   MB_CUDA(cudaStreamSynchronize(stream_), "check call");
 
   std::vector<int64_t> active;
@@ -574,8 +623,9 @@ Status MoeBench::check_point(const Layer& L, int mode, int64_t T, const RoutingS
   r.top_k = k;
   r.mode = p.mode;
   r.act_dtype = DType::kBF16;
-  r.input_dtype = DType::kBF16;
-  r.input = in.data();
+  r.input_dtype = fp4_in ? DType::kE2M1x2 : DType::kBF16;
+  r.input = fp4_in ? static_cast<const void*>(in4.data()) : in.data();
+  r.input_scales = fp4_in ? in4s.data() : nullptr;
   r.selected_experts = sel.data();
   r.final_scales = s.fs.data();
   r.fc1_codes = hw.c1.data();
@@ -627,6 +677,7 @@ Status MoeBench::run_fp4kit(const Layer& L, int mode, int64_t T, std::vector<Rou
                                                   device_info().sm_count);
   if (path == MoePath::kPerEntry) row->note += "per-entry; ";
   if (path == MoePath::kFusedDecode) row->note += "fused-decode; ";
+  if (params[0].input_dtype == DType::kE2M1x2) row->note += "fp4 input; ";
   if (opt_.check && T <= opt_.check_max_t) {
     FP4KIT_RETURN_IF_ERROR(check_point(L, mode, T, sets[0], x_.data(), row));
   } else {
@@ -778,6 +829,7 @@ Status MoeBench::run_preset(const MoeBenchPreset& pr, const std::vector<int64_t>
   FP4KIT_RETURN_IF_ERROR(x_.alloc(size_t(max_t * H * 2), "hidden states"));
   FP4KIT_RETURN_IF_ERROR(out_.alloc(size_t(max_t * H * 2), "output"));
   FP4KIT_RETURN_IF_ERROR(fill_random(x_.data(), DType::kBF16, max_t * H, opt_.seed * 7919 + 3, Distribution::kNormal, 1.0f, stream_));
+  FP4KIT_RETURN_IF_ERROR(quantize_input(L, max_t));
   {  // the workspace for the largest T now, so that the baseline's memory plan leaves room for it
     RoutingSet dummy;
     MoeParams p = moe_params(L, opt_.mode == MoeBenchMode::kW4A16 ? 0 : 1, max_t, dummy, x_.data(), out_.data());
@@ -925,8 +977,9 @@ Status MoeBench::run_reduced_check(const MoeBenchPreset& pr, int64_t T) {
       FP4KIT_RETURN_IF_ERROR(build_layer(red, opt_.seed * 1000003 + std::hash<std::string>()(red.name), &L));
       FP4KIT_RETURN_IF_ERROR(x_.alloc(size_t(T * red.hidden * 2), "hidden states"));
       FP4KIT_RETURN_IF_ERROR(out_.alloc(size_t(T * red.hidden * 2), "output"));
-      return fill_random(x_.data(), DType::kBF16, T * red.hidden, opt_.seed * 7919 + 5, Distribution::kNormal, 1.0f,
-                         stream_);
+      FP4KIT_RETURN_IF_ERROR(fill_random(x_.data(), DType::kBF16, T * red.hidden, opt_.seed * 7919 + 5,
+                                         Distribution::kNormal, 1.0f, stream_));
+      return quantize_input(L, T);
     }();
     if (!st.is_ok()) return setup_failed("-", st);
   }
@@ -1115,6 +1168,8 @@ int MoeBench::run() {
     }
     release_baseline();
     x_.release();
+    x4_.release();
+    x4s_.release();
     out_.release();
     ws_.release();
     scratch_c_.release();

@@ -26,6 +26,7 @@ struct MoeBenchOptions {
   bool baseline = true;                  // --no-baseline: skip the cuBLASLt BF16 rows
   bool graph = false;                    // --graph: also time CUDA-graph replay (graph_us)
   bool pdl = false;                      // --pdl: MoeParams::enable_pdl on the timed calls
+  bool fp4_input = false;                // --fp4-input: W4A4 takes NVFP4 hidden states (input_dtype kE2M1x2)
   bool check = true;                     // --no-check: skip the CPU-reference checks
   int64_t check_max_t = 16;              // --check-max-t: points with T <= this are checked
   bool reduced_check = true;             // --no-reduced-check: skip the large-T reduced variants

@@ -375,11 +375,14 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
       pa.row_expert = nullptr;
       fd.a1 = p.input;
       fd.row_token = row_expert;
-    } else if (ga.mode == moe_impl::GatherMode::kQuantize && !ga.per_expert &&
+    } else if (((ga.mode == moe_impl::GatherMode::kQuantize && !ga.per_expert) ||
+                ga.mode == moe_impl::GatherMode::kDecode) &&
                d.top_k * d.inter + d.hidden <= d.top_k * std::max(2 * d.inter, d.hidden)) {
-      // W4A4 with one activation global: FC1 reads each token's row through row_token too, quantized
-      // once by the permutation's other blocks while block 0 ranks (GatherArgs::token_rows), into
-      // gemm_out behind h ([T*k, I] there, then [T, H]: fits when k*I + H <= k*max(2I, H)).
+      // W4A4 with one activation global or an NVFP4 input: FC1 reads each token's row through
+      // row_token too, quantized (decoded) once by the permutation's other blocks while block 0 ranks
+      // (GatherArgs::token_rows), into gemm_out behind h ([T*k, I] there, then [T, H]: fits when
+      // k*I + H <= k*max(2I, H)). Per entry instead, an NVFP4 input cost up to 9 % at T = 8..16
+      // (H100 session 27, bench moe --fp4-input against the 16-bit input's token rows).
       ga.token_rows = true;
       ga.a1 = static_cast<uint16_t*>(gemm_out) + d.rows * d.inter;
       pa.row_token = row_expert;

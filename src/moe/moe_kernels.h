@@ -101,9 +101,9 @@ struct GatherArgs {
   void* a1 = nullptr;                   // [rows, hidden] 16-bit
   const float* act_global = nullptr;    // kQuantize
   bool per_expert = false;
-  // Fused permutation only, kQuantize with one act_global: block 0 ranks (writing row_token, no
-  // gather) and the other blocks quantize the T token rows into a1 [T, H] at the same time; the
-  // consumer reads them through row_token (the fused-decode path's W4A4 FC1).
+  // Fused permutation only, kQuantize with one act_global or kDecode: block 0 ranks (writing
+  // row_token, no gather) and the other blocks quantize (decode) the T token rows into a1 [T, H] at
+  // the same time; the consumer reads them through row_token (the fused-decode path's W4A4 FC1).
   bool token_rows = false;
 };
 

@@ -247,9 +247,7 @@ __device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, ui
         const uint2 codes = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(a.input) +
                                                             int64_t(t) * (a.hidden / 2) + cb * 8);
         const uint8_t sf = a.input_scales[format::sf_offset_128x4(t, cb, a.hidden / 16)];
-        float x[16];
-        nvfp4_decode16(codes, sf, x);
-        store16<kBF16>(dst, x);
+        nvfp4_decode16_store<kBF16>(codes, sf, dst);
       }
     }
   }

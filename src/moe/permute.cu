@@ -156,9 +156,7 @@ __device__ __forceinline__ void gather_item(const GatherArgs& g, int64_t t, int6
   const uint2 codes = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(g.input) + t * (g.hidden / 2) + c * 8);
   const int64_t sf_cols = g.hidden / 16;  // a multiple of 4 (hidden % 64 == 0)
   const uint8_t sf = g.input_scales[format::sf_offset_128x4(t, c, sf_cols)];
-  float x[16];
-  nvfp4_decode16(codes, sf, x);
-  store16<kBF16>(dst, x);
+  nvfp4_decode16_store<kBF16>(codes, sf, dst);
 }
 
 // Gathers the n entries' rows (row_of(i): A1 row of entry i, < 0 for none) with `threads` threads per
@@ -234,15 +232,16 @@ __device__ __forceinline__ void gather_rows(const PermuteArgs& a, const GatherAr
   }
 }
 
-// W4A4, one activation global scale: each token's FC1 input (quantized, decoded) into row t of g.a1 —
-// the gather's quantizing loop over the tokens as the entries of a top-1 identity permutation, by CTA
-// `block` of `blocks` (quantize_rows_kernel; the fused kernel's token-row blocks).
-template <bool kBF16, int kThreadsPerCta>
-__device__ __forceinline__ void quantize_token_rows(const GatherArgs& g, int tokens, int block, int blocks) {
+// W4A4: each token's FC1 input into row t of g.a1 — quantized with the one activation global scale
+// (kQuantize; decoded back to 16 bits) or decoded from the NVFP4 input (kDecode) — by the gather's
+// loop over the tokens as the entries of a top-1 identity permutation, by CTA `block` of `blocks`
+// (quantize_rows_kernel; the fused kernel's token-row blocks).
+template <bool kBF16, GatherMode kMode, int kThreadsPerCta>
+__device__ __forceinline__ void token_rows(const GatherArgs& g, int tokens, int block, int blocks) {
+  static_assert(kMode == GatherMode::kQuantize || kMode == GatherMode::kDecode, "W4A4 FC1 inputs");
   PermuteArgs identity;
   identity.top_k = 1;
-  gather_rows<kBF16, GatherMode::kQuantize, kThreadsPerCta>(identity, g, tokens, [](int64_t i) { return int(i); },
-                                                            block, blocks);
+  gather_rows<kBF16, kMode, kThreadsPerCta>(identity, g, tokens, [](int64_t i) { return int(i); }, block, blocks);
 }
 
 // ---- fused path: every block ranks all entries, block 0 publishes, all blocks gather ---------------------
@@ -258,13 +257,15 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
   // the FC2 GEMM relies on that to read it before its own wait (GroupedGemmParams::groups_ready).
   const int tid = threadIdx.x;
   const int n = a.n, e_local = a.e_local;
-  if (kMode == GatherMode::kQuantize && g.token_rows && blockIdx.x > 0) {
-    // Token-row mode (GatherArgs::token_rows): the blocks after the first quantize each token's row
-    // once into g.a1 [T, H] while block 0 ranks; it needs no routing, so the dependent's wait covers
-    // the longer of the two instead of their sum.
+  constexpr bool kTokenRowMode = kMode == GatherMode::kQuantize || kMode == GatherMode::kDecode;
+  if (kTokenRowMode && g.token_rows && blockIdx.x > 0) {
+    // Token-row mode (GatherArgs::token_rows): the blocks after the first quantize (decode) each
+    // token's row once into g.a1 [T, H] while block 0 ranks; it needs no routing, so the dependent's
+    // wait covers the longer of the two instead of their sum.
     quant::pdl_wait();
     quant::pdl_launch_dependents();
-    quantize_token_rows<kBF16, kPermuteThreads>(g, n / a.top_k, int(blockIdx.x) - 1, int(gridDim.x) - 1);
+    if constexpr (kTokenRowMode)
+      token_rows<kBF16, kMode, kPermuteThreads>(g, n / a.top_k, int(blockIdx.x) - 1, int(gridDim.x) - 1);
     return;
   }
   const bool publish = blockIdx.x == 0;
@@ -328,7 +329,7 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
     }
   }
   if constexpr (kMode != GatherMode::kNone) {
-    if (kMode == GatherMode::kQuantize && g.token_rows) return;
+    if (kTokenRowMode && g.token_rows) return;
     __syncthreads();
     gather_rows<kBF16, kMode, kPermuteThreads>(a, g, n, [&](int64_t i) { return int(perm_s[i]); }, blockIdx.x,
                                                gridDim.x);
@@ -448,10 +449,10 @@ __global__ void __launch_bounds__(kGatherThreads) gather_kernel(PermuteArgs a, G
       a, g, a.n, [&](int64_t i) { return a.perm[i]; }, blockIdx.x, gridDim.x);
 }
 
-// The multi-kernel path's per-token quantization (quantize_token_rows over the whole grid).
+// The multi-kernel path's per-token quantization (token_rows over the whole grid).
 template <bool kBF16>
 __global__ void __launch_bounds__(kGatherThreads) quantize_rows_kernel(GatherArgs g, int tokens) {
-  quantize_token_rows<kBF16, kGatherThreads>(g, tokens, blockIdx.x, gridDim.x);
+  token_rows<kBF16, GatherMode::kQuantize, kGatherThreads>(g, tokens, blockIdx.x, gridDim.x);
 }
 
 template <template <bool, GatherMode> class Launcher>
@@ -506,10 +507,12 @@ Status launch_permute_gather_fused(const PermuteArgs& a, const GatherArgs& g, in
   // Nothing to gather (the element type does not matter): one block ranks and publishes.
   if (g.mode == GatherMode::kNone) return FusedLauncher<true, GatherMode::kNone>::run(a, g, 1, stream);
   if (g.token_rows) {
-    if (g.mode != GatherMode::kQuantize || g.per_expert || a.row_token == nullptr)
-      return Status(StatusCode::kInternal, "fused_moe: token-row quantization used outside its limits");
-    const int64_t quarters = int64_t(a.n / a.top_k) * (g.hidden / 16) * 4;
-    const int blocks = 1 + grid_for(quarters, kPermuteThreads, int64_t(sm_count) * 2 - 1);
+    const bool quantize = g.mode == GatherMode::kQuantize;
+    if (!(quantize || g.mode == GatherMode::kDecode) || (quantize && g.per_expert) || a.row_token == nullptr)
+      return Status(StatusCode::kInternal, "fused_moe: token-row mode used outside its limits");
+    // Threads: four per 16-element block quantizing, one decoding (gather_threads of T entries).
+    const int64_t items = int64_t(a.n / a.top_k) * (g.hidden / 16) * (quantize ? 4 : 1);
+    const int blocks = 1 + grid_for(items, kPermuteThreads, int64_t(sm_count) * 2 - 1);
     return dispatch_gather<FusedLauncher>(g, a, g, blocks, stream);
   }
   const int blocks = grid_for(gather_threads(a, g), kPermuteThreads, int64_t(sm_count) * 2);

@@ -901,9 +901,9 @@ TEST(MoeGpu, FusedDecodeMatchesReference) {
 
 // W4A4: the FC1 epilogue quantizes h over 16-row blocks spread across 8 lanes (one or per-expert
 // activation global scales), 16-bit and pre-quantized inputs; FC1 in 4 parts; 32-row FC2 units. One
-// global scale with a 16-bit input takes the permutation's token-row quantization (GatherArgs::
-// token_rows: BF16 and FP16, H > 2I and H < 2I) except with k = 1 (x does not fit behind h in
-// gemm_out: the gather of quantized rows).
+// global scale with a 16-bit input, and a pre-quantized input, take the permutation's token rows
+// (GatherArgs::token_rows: BF16 and FP16, H > 2I and H < 2I) except with k = 1 (x does not fit
+// behind h in gemm_out: the gather of quantized rows).
 TEST(MoeGpu, FusedDecodeW4A4MatchesReference) {
   FP4KIT_REQUIRE_SM90A();
   uint32_t seed = 9600;
@@ -915,6 +915,7 @@ TEST(MoeGpu, FusedDecodeW4A4MatchesReference) {
     run_case(fused_decode({T, 256, 512, 16, 4, 1, 0, MoeMode::kW4A4, DType::kBF16}), seed++);
     run_case(fused_decode({T, 512, 128, 16, 2, 1, 0, MoeMode::kW4A4, DType::kFP16}), seed++);
     run_case(fused_decode({T, 256, 192, 8, 1, 1, 0, MoeMode::kW4A4, DType::kBF16}), seed++);
+    run_case(fused_decode({T, 2048, 128, 16, 4, 1, 0, MoeMode::kW4A4, DType::kFP16, true}), seed++);
     if (HasFailure()) return;
   }
 }
