@@ -135,21 +135,12 @@ __device__ __forceinline__ void nvfp4_exact_roundtrip_lanes(float (&x)[N], float
 }
 
 // 16 E2M1 codes (8 bytes, element 2j in the low nibble of byte j) times an E4M3 scale byte, stored as
-// 16 consecutive 16-bit values (two 16-byte stores): the codes' exact values by byte permutes
-// (format/e2m1x8.h) and one HMUL2 per pair by the scale pair (gemm_impl::sm90::decode_nvfp4x8), the
-// same bits as a float product rounded to 16 bits (every E2M1 x E4M3 product is exact in BF16 and
-// FP16), at ~45 instructions for the 16 values instead of ~300 for a float decode per element.
+// 16 consecutive 16-bit values of the activation type (gemm_impl::sm90::store_nvfp4x16: byte
+// permutes and one HMUL2 per pair, the same bits as a float product rounded to 16 bits; ~45
+// instructions for the 16 values instead of ~300 for a float decode per element).
 template <bool kBF16>
 __device__ __forceinline__ void nvfp4_decode16_store(uint2 codes, uint8_t sf_byte, void* dst) {
-  using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
-  const float sf = format::e4m3_to_float(sf_byte);
-  const uint32_t s2 = gemm_impl::sm90::pack_pair<T>(sf, sf);
-  uint32_t lo[4], hi[4];
-  gemm_impl::sm90::decode_nvfp4x8<T>(codes.x, s2, lo);
-  gemm_impl::sm90::decode_nvfp4x8<T>(codes.y, s2, hi);
-  uint4* q = static_cast<uint4*>(dst);
-  q[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
-  q[1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+  gemm_impl::sm90::store_nvfp4x16<std::conditional_t<kBF16, __nv_bfloat16, __half>>(codes, sf_byte, dst);
 }
 
 // ---- finalize (docs/MOE.md, numerics step 6) --------------------------------------------------------

@@ -993,14 +993,7 @@ __device__ __forceinline__ DecodeView stage_a_slice(const DecodeGemmArgs& args, 
 #pragma unroll
     for (int i = 0; i < kStageBatch; ++i) {
       if (dst[i] < 0) break;
-      const float sf = format::e4m3_to_float(sfb[i]);
-      const uint32_t s2 = pack_pair<T>(sf, sf);
-      uint32_t lo[4], hi[4];
-      decode_nvfp4x8<T>(c[i].x, s2, lo);
-      decode_nvfp4x8<T>(c[i].y, s2, hi);
-      uint4* d = reinterpret_cast<uint4*>(sa + dst[i]);
-      d[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
-      d[1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+      store_nvfp4x16<T>(c[i], sfb[i], sa + dst[i]);
     }
   }
   if (per_cta == 1) {

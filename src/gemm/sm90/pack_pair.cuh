@@ -10,6 +10,7 @@
 
 #include "format/e2m1.h"
 #include "format/e2m1x8.h"
+#include "format/e4m3.h"
 
 namespace fp4kit::gemm_impl::sm90 {
 
@@ -61,6 +62,21 @@ __device__ __forceinline__ void decode_nvfp4x8(uint32_t w, uint32_t s2, uint32_t
   decode_e2m1x8<OutT>(w, out);
 #pragma unroll
   for (int j = 0; j < 4; ++j) out[j] = mul_pair<OutT>(out[j], s2);
+}
+
+// 16 E2M1 codes (element i in bits 4i..4i+3 of the 8 bytes) times their block's E4M3 scale byte,
+// stored exactly as 16 consecutive 16-bit values (two 16-byte stores; dst 16-byte aligned): W4A4's
+// in-kernel staging of A and the MoE's NVFP4-input gathers.
+template <typename OutT>
+__device__ __forceinline__ void store_nvfp4x16(uint2 codes, uint8_t sf_byte, void* dst) {
+  const float sf = format::e4m3_to_float(sf_byte);
+  const uint32_t s2 = pack_pair<OutT>(sf, sf);
+  uint32_t lo[4], hi[4];
+  decode_nvfp4x8<OutT>(codes.x, s2, lo);
+  decode_nvfp4x8<OutT>(codes.y, s2, hi);
+  uint4* d = static_cast<uint4*>(dst);
+  d[0] = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+  d[1] = make_uint4(hi[0], hi[1], hi[2], hi[3]);
 }
 
 }  // namespace fp4kit::gemm_impl::sm90
