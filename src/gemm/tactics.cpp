@@ -364,6 +364,12 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
     if (rolling_r16_fits(INT64_MAX)) return decode_dp_id(1, 1, 4, true);
   }
   if (m <= 4 && rolling_r16_fits(m <= 2 ? 64 : 32)) return decode_dp_id(1, 1, 4, true);
+  // W4A4 at 1..2 tokens with A decoded inside the GEMM (each warp its K slice, K <= 16384,
+  // decode_host.cu): the rolling variant of the 32-row tile, whose loads are in flight while a warp
+  // decodes its slice (H100 session 27 run 8, forced, graph us with PDL, medians of 3: qkv M = 1 / 2
+  // 7.15 / 7.36 vs 7.33 / 7.61 for the plain tile; with the staging kernel (8192x28672) the two are
+  // equal: 46.41 / 46.95 vs 46.49 / 46.85, not taken). The H200 takes it unmeasured.
+  if (w4a4 && m <= 2 && r32 && k <= 16384) return decode_dp_id(1, 2, 4, true);
   return decode_dp_id(1, r32 ? 2 : 1, 4);
 }
 

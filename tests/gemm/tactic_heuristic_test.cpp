@@ -94,6 +94,15 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(1, 8192, 28672), "decode_dp_m8_r32_u4");  // 16-row blocks: 112 chunks per warp
   EXPECT_EQ(pick(1, 6144, 4096), "decode_dp_m8_r32_u4");   // 16-row blocks: 1.5 waves
   EXPECT_EQ(pick(2, 6144, 4096), "decode_dp_m8_r32_u4");
+  {  // W4A4 with A decoded in the GEMM (K <= 16384): the rolling 32-row tile; beyond, the plain one.
+    GemmParams p;
+    p.a_dtype = DType::kE2M1x2, p.m = 2, p.n = 6144, p.k = 4096;
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpr_m8_r32_u4");
+    p.m = 1, p.n = 8192, p.k = 28672;
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dp_m8_r32_u4");
+    p.m = 1, p.n = 4096, p.k = 4096;  // (16-row rolling tile where it fits one wave, as W4A16)
+    EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms))->name, "decode_dpr_m8_r16_u4");
+  }
   EXPECT_EQ(pick(4, 14336, 4096), "decode_dpr_m8_r16_u4");  // 16-row CTAs: one wave, 32 chunks per warp
   // 5 tokens: the dp tile for long K ranges, except in W4A16 where the fragment-order tile reads A
   // through the warps' rings (8 warps per row block; from 4 tokens on with long ranges or the
