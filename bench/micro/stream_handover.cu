@@ -30,42 +30,20 @@
 #include <cstdlib>
 #include <vector>
 
+#include "stream_util.cuh"
+
 namespace {
+
+using fp4kit::micro::fill_kernel;
+using fp4kit::micro::fold;
+using fp4kit::micro::load_group;
+using fp4kit::micro::min64;
 
 constexpr int kWarps = 8;                    // warps per CTA
 constexpr int64_t kPieceVecs = 8 * 32 * 4;   // dynamic mode: 16 KB per piece
 constexpr int kCalls = 20;
 // Dynamic shared memory per CTA that lets at most 2 CTAs share an SM (228 KB, 1 KB reserved per CTA).
 constexpr int kPinTwoBytes = 100 << 10;
-
-__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-__device__ __forceinline__ uint4 load_nc(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// Loads the group at vector `g` (lanes interleaved: one 512-byte transaction per load); vectors at
-// or past `end` are not read. kU: 16-byte loads per lane and group.
-template <int kU>
-__device__ __forceinline__ void load_group(const uint4* src, int64_t g, int64_t end, int lane, uint4 (&v)[kU]) {
-#pragma unroll
-  for (int u = 0; u < kU; ++u) {
-    const int64_t i = g + u * 32 + lane;
-    v[u] = i < end ? load_nc(src + i) : make_uint4(0, 0, 0, 0);
-  }
-}
-
-template <int kU>
-__device__ __forceinline__ uint32_t fold(const uint4 (&v)[kU]) {
-  uint32_t x = 0;
-#pragma unroll
-  for (int u = 0; u < kU; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-  return x;
-}
 
 // Streams [begin, end) in groups, one group in flight while the previous is consumed; `cur` holds
 // the group at `begin`, already requested.
@@ -163,34 +141,10 @@ float time_per_call(const Mode& m, const std::vector<uint4*>& bufs, int64_t vecs
   CHECK(cudaStreamEndCapture(s, &graph));
   cudaGraphExec_t exec;
   CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  CHECK(cudaGraphLaunch(exec, s));  // warm-up
-  CHECK(cudaStreamSynchronize(s));
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
-  std::vector<float> t;
-  for (int r = 0; r < 25; ++r) {
-    CHECK(cudaEventRecord(e0, s));
-    CHECK(cudaGraphLaunch(exec, s));
-    CHECK(cudaEventRecord(e1, s));
-    CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms * 1e3f / kCalls);
-  }
-  std::sort(t.begin(), t.end());
-  CHECK(cudaEventDestroy(e0));
-  CHECK(cudaEventDestroy(e1));
+  const float us = fp4kit::micro::graph_us_per_call(exec, kCalls, s);
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(graph));
-  return t[t.size() / 2];
-}
-
-__global__ void fill_kernel(uint4* p, int64_t n, uint32_t seed) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const uint32_t h = uint32_t(i) * 2654435761u ^ seed;
-    p[i] = make_uint4(h, h * 3u + 1u, h ^ 0x5bd1e995u, h + seed);
-  }
+  return us;
 }
 
 }  // namespace
