@@ -4,7 +4,7 @@
 // A stand-in for the dp GEMM streams a weight buffer (2 CTAs of 8 warps per SM, pinned there by
 // dynamic shared memory as the GEMM's registers pin it; the first group requested before
 // `griddepcontrol.wait`) and folds one 16-byte word of the arranged activations into every group
-// (L2 loads, as the fragment reads). The activations are "arranged" (a few integer operations per
+// (as the fragment reads; L1 hits for the warps of an SM after the first). The activations are "arranged" (a few integer operations per
 // 16-byte word, 4 output words per input word: NVFP4 -> 16-bit) either
 //   front    by a kernel of its own launched before each stream kernel (today's W4A4 path), or
 //   in-grid  by the stream kernel's own CTAs after their wait, each a share of the words, then an
@@ -58,9 +58,12 @@ __device__ __forceinline__ uint32_t load_acquire(const unsigned int* p) {
   return v;
 }
 
-__device__ __forceinline__ uint4 load_cg(const uint4* p) {
+// The arranged words are read with plain (weak, L1-cached) loads: after the acquire on the arrival
+// counter and the CTA barrier they must observe the other CTAs' writes (CUDA memory model). Not
+// __ldg: the non-coherent path assumes data that no thread writes during the kernel.
+__device__ __forceinline__ uint4 load_weak(const uint4* p) {
   uint4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
   return v;
 }
 
@@ -103,7 +106,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     if (g + kGroupVecs < e) load_group(w, g + kGroupVecs, e, lane, nxt);
     x ^= fold(cur);
     if constexpr (kMode != Mode::kStreamOnly) {
-      const uint4 a = load_cg(arranged + (g / 32 + lane) % kArrangedVecs);
+      const uint4 a = load_weak(arranged + (g / 32 + lane) % kArrangedVecs);
       x ^= a.x + a.y * 3u + a.z * 5u + a.w * 7u;
     }
 #pragma unroll
