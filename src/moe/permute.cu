@@ -258,15 +258,16 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_gather_fused_kernel(P
   const int tid = threadIdx.x;
   const int n = a.n, e_local = a.e_local;
   constexpr bool kTokenRowMode = kMode == GatherMode::kQuantize || kMode == GatherMode::kDecode;
-  if (kTokenRowMode && g.token_rows && blockIdx.x > 0) {
-    // Token-row mode (GatherArgs::token_rows): the blocks after the first quantize (decode) each
-    // token's row once into g.a1 [T, H] while block 0 ranks; it needs no routing, so the dependent's
-    // wait covers the longer of the two instead of their sum.
-    quant::pdl_wait();
-    quant::pdl_launch_dependents();
-    if constexpr (kTokenRowMode)
+  if constexpr (kTokenRowMode) {
+    if (g.token_rows && blockIdx.x > 0) {
+      // Token-row mode (GatherArgs::token_rows): the blocks after the first quantize (decode) each
+      // token's row once into g.a1 [T, H] while block 0 ranks; it needs no routing, so the
+      // dependent's wait covers the longer of the two instead of their sum.
+      quant::pdl_wait();
+      quant::pdl_launch_dependents();
       token_rows<kBF16, kMode, kPermuteThreads>(g, n / a.top_k, int(blockIdx.x) - 1, int(gridDim.x) - 1);
-    return;
+      return;
+    }
   }
   const bool publish = blockIdx.x == 0;
   const bool late_trigger = publish && a.publish_before_trigger;

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "format/e2m1.h"
 #include "format/e2m1x8.h"
 #include "format/e4m3.h"
 
@@ -26,15 +25,6 @@ __device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
   }
 }
 
-// An NVFP4 byte (two E2M1 codes, the even element in the low nibble) times its block's E4M3 scale
-// `sf`, as one packed pair. Exact: an E2M1 value times an E4M3 scale has at most 6 significant bits
-// and fits the range of BF16 and FP16 (docs/GEMM.md), so the narrowing never rounds.
-template <typename OutT>
-__device__ __forceinline__ uint32_t decode_nvfp4_pair(uint8_t byte, float sf) {
-  return pack_pair<OutT>(format::e2m1_to_float(format::e2m1_low(byte)) * sf,
-                         format::e2m1_to_float(format::e2m1_high(byte)) * sf);
-}
-
 // The packed product of two pairs (HMUL2, round to nearest even).
 template <typename OutT>
 __device__ __forceinline__ uint32_t mul_pair(uint32_t a, uint32_t b) {
@@ -49,9 +39,10 @@ __device__ __forceinline__ uint32_t mul_pair(uint32_t a, uint32_t b) {
 
 // Eight E2M1 codes of w (element i in bits 4i..4i+3) times a block scale, as four packed pairs
 // (element 2j in the low half of word j): the codes' exact values by byte permutes
-// (format/e2m1x8.h), then one HMUL2 each with s2 = pack_pair<OutT>(sf, sf). Exact like
-// decode_nvfp4_pair (every E4M3 scale and every product is representable), at ~20 instructions for
-// the eight values instead of ~36 per pair.
+// (format/e2m1x8.h), then one HMUL2 each with s2 = pack_pair<OutT>(sf, sf). Exact: an E2M1 value
+// times an E4M3 scale has at most 6 significant bits and fits the range of BF16 and FP16
+// (docs/GEMM.md), and every E4M3 scale is representable; ~20 instructions for the eight values
+// instead of ~36 per pair for a float decode and a narrowing.
 template <typename OutT>
 __device__ __forceinline__ void decode_e2m1x8(uint32_t w, uint32_t (&out)[4]) {
   if constexpr (std::is_same_v<OutT, __nv_bfloat16>) format::e2m1x8_to_bf16x2(w, out);
