@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/device_buffer.h"
 #include "common/gpu_test.h"
 #include "format/float16.h"
 #include "fp4kit/device.h"
@@ -34,25 +35,6 @@ namespace {
     Status s_ = (x);                           \
     ASSERT_TRUE(s_.is_ok()) << s_.to_string(); \
   } while (0)
-
-template <typename T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  size_t count = 0;
-  explicit DeviceBuffer(size_t n) : count(n) { EXPECT_EQ(cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)), cudaSuccess); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(ptr); }
-  void upload(const std::vector<T>& v) {
-    EXPECT_EQ(v.size(), count);
-    EXPECT_EQ(cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  std::vector<T> download() const {
-    std::vector<T> v(count);
-    EXPECT_EQ(cudaMemcpy(v.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-    return v;
-  }
-  void poison() { EXPECT_EQ(cudaMemset(ptr, 0xff, std::max<size_t>(count, 1) * sizeof(T)), cudaSuccess); }
-};
 
 uint16_t to_bits(float f, DType t) { return t == DType::kBF16 ? format::float_to_bf16(f) : format::float_to_fp16(f); }
 double to_double(uint16_t v, DType t) { return t == DType::kBF16 ? format::bf16_to_float(v) : format::fp16_to_float(v); }
