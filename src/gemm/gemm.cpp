@@ -18,7 +18,9 @@ Status validate(const GemmParams& p, const char* fn) {
   const int64_t lda = p.lda ? p.lda : p.k;
   const int64_t ldd = p.ldd ? p.ldd : p.n;
   detail::ArgCheck check(fn);
-  check.positive(p.m, "m")
+  check.require(p.tactic >= -1, StatusCode::kInvalidArgument,
+                "tactic (=" + std::to_string(p.tactic) + ") must be -1 (automatic) or a tactic id")
+      .positive(p.m, "m")
       .positive(p.n, "n")
       .positive(p.k, "k")
       .require(p.m < (int64_t(1) << 31) && p.n < (int64_t(1) << 31) && p.k < (int64_t(1) << 31),
@@ -32,6 +34,8 @@ Status validate(const GemmParams& p, const char* fn) {
       .not_null(p.b_prepacked, "b_prepacked")
       .not_null(p.alpha, "alpha")
       .not_null(p.d, "d")
+      .aligned(p.d, 2, "d")
+      .aligned(p.bias, 2, "bias")
       .at_least(lda, p.k, "lda", "k")
       .at_least(ldd, p.n, "ldd", "n")
       .multiple_of(lda, w4a4 ? 32 : 8, "lda", "rows of A must stay 16-byte aligned")
@@ -43,6 +47,16 @@ Status validate(const GemmParams& p, const char* fn) {
   // (W4A4: the scales are read a 32-bit word per row and chunk; decode_kernel.cuh RingA4)
   if (w4a4) check.not_null(p.a_scales, "a_scales").aligned(p.a_scales, 4, "a_scales");
   return check.status();
+}
+
+// The shape and dtype checks of `validate`, for the queries that run before the pointers are set
+// (workspace size, default tactic): outside them the tactic rules' arithmetic is not defined.
+bool shape_ok(const GemmParams& p) {
+  constexpr int64_t kLimit = int64_t(1) << 31;
+  return p.m > 0 && p.n > 0 && p.k > 0 && p.m < kLimit && p.n < kLimit && p.k < kLimit && p.k % 16 == 0 &&
+         p.tactic >= -1 &&
+         (p.a_dtype == DType::kBF16 || p.a_dtype == DType::kFP16 || p.a_dtype == DType::kE2M1x2) &&
+         (p.d_dtype == DType::kBF16 || p.d_dtype == DType::kFP16);
 }
 
 const gemm_impl::Tactic* choose(const GemmParams& p) {
@@ -73,13 +87,14 @@ Status gemm_tactic_can_implement(int id, const GemmParams& p) {
 }
 
 int gemm_default_tactic(const GemmParams& p) {
+  if (!shape_ok(p)) return -1;
   const gemm_impl::Tactic* t = choose(GemmParams{p.m, p.n, p.k, p.a_dtype, p.a, p.lda, p.a_scales, p.b_prepacked,
                                             p.b_prepacked_bytes, p.alpha, p.bias, p.d, p.d_dtype, p.ldd, -1});
   return t ? t->id : -1;
 }
 
 size_t gemm_workspace_bytes(const GemmParams& p) {
-  if (p.m <= 0 || p.n <= 0 || p.k <= 0) return 0;
+  if (!shape_ok(p)) return 0;
   const gemm_impl::Tactic* t = choose(p);
   return t ? gemm_impl::workspace_bytes(*t, p) : 0;
 }

@@ -79,7 +79,8 @@ Status prepack_batched(const uint8_t* codes, const uint8_t* scales, ScaleLayout 
 }  // namespace gemm_impl
 
 int64_t prepacked_weight_bytes(int64_t n, int64_t k) {
-  if (n <= 0 || k <= 0) return 0;
+  // 0 outside the shapes the GEMMs take (n, k < 2^31), where the padded size could overflow.
+  if (n <= 0 || k <= 0 || n >= (int64_t(1) << 31) || k >= (int64_t(1) << 31)) return 0;
   return gemm_impl::prepacked_shape(n, k).bytes();
 }
 
@@ -88,13 +89,17 @@ Status prepack_weights(const WeightPrepackParams& p, cudaStream_t stream) {
   ArgCheck check("prepack_weights");
   check.positive(p.n, "n")
       .positive(p.k, "k")
+      .require(p.n < (int64_t(1) << 31) && p.k < (int64_t(1) << 31), StatusCode::kInvalidArgument,
+               "n and k must each be < 2^31 (the GEMMs' limit)")
       .multiple_of(p.k, 16, "k", "NVFP4 block size")
-      .size_fits(p.n, p.k, 1, "weight")
       .not_null(p.codes, "codes")
       .not_null(p.scales, "scales")
       .not_null(p.out, "out")
       .require(p.scale_layout != ScaleLayout::kSwizzled8x4, StatusCode::kNotSupported,
                "scale_layout 8x4 is an activation layout; weights use linear or 128x4")
+      .require(p.scale_layout == ScaleLayout::kLinear || p.scale_layout == ScaleLayout::kSwizzled128x4,
+               StatusCode::kInvalidArgument,
+               "scale_layout (=" + std::to_string(int(p.scale_layout)) + ") is not a ScaleLayout")
       .aligned(p.out, 16, "out")
       .buffer(p.out_bytes, prepacked_weight_bytes(p.n, p.k), "out");
   FP4KIT_RETURN_IF_ERROR(check.status());

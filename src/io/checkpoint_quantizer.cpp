@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_bounded.h"
 #include "fp4kit/device.h"
 #include "fp4kit/layout.h"
 #include "fp4kit/reference.h"
@@ -414,7 +415,7 @@ Status quantize_checkpoint(const std::string& in_path, const std::string& out_di
     FP4KIT_RETURN_IF_ERROR(st::read_json_file(config.string(), &text));
     ordered_json c;
     try {
-      c = ordered_json::parse(text);
+      c = fp4kit::detail::parse_json_bounded<ordered_json>(text);
     } catch (const std::exception& e) {
       return err(config.string() + " is not valid JSON: " + e.what());
     }
@@ -538,7 +539,7 @@ QuantFormatInfo detect_quant_format(const st::Checkpoint& ckpt) {
     std::string text;
     if (st::read_json_file(hq.string(), &text).is_ok()) {
       try {
-        const auto j = nlohmann::json::parse(text);
+        const auto j = fp4kit::detail::parse_json_bounded<nlohmann::json>(text);
         const auto& q = j.at("quantization");
         info.hf_quant_config = "quant_algo=" + q.value("quant_algo", std::string("?"));
         if (q.contains("group_size")) info.hf_quant_config += " group_size=" + q["group_size"].dump();

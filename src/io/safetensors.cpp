@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_bounded.h"
+
 namespace fp4kit::st {
 
 namespace fs = std::filesystem;
@@ -71,7 +73,10 @@ Status parse_json_strict(std::string_view text, json* out, std::string_view what
     return bad(what, "header is not valid JSON (NUL byte at offset " + std::to_string(z) + ")");
   std::vector<std::unordered_set<std::string>> stack;
   std::string duplicate;
-  auto cb = [&](int /*depth*/, json::parse_event_t ev, json& parsed) -> bool {
+  bool too_deep = false;  // see common/json_bounded.h: dump() recurses once per level
+  auto cb = [&](int depth, json::parse_event_t ev, json& parsed) -> bool {
+    too_deep |= depth > fp4kit::detail::kMaxJsonDepth;
+    if (too_deep) return false;
     switch (ev) {
       case json::parse_event_t::object_start: stack.emplace_back(); break;
       case json::parse_event_t::object_end:
@@ -94,6 +99,9 @@ Status parse_json_strict(std::string_view text, json* out, std::string_view what
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kInvalidArgument, std::string(what) + ": out of memory parsing the JSON header");
   }
+  if (too_deep)
+    return bad(what, "header is not valid JSON (containers nest deeper than " +
+                         std::to_string(fp4kit::detail::kMaxJsonDepth) + " levels)");
   if (!duplicate.empty()) return bad(what, "duplicate key " + q(duplicate) + " in a JSON object (names must be unique)");
   return Status::ok();
 }

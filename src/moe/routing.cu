@@ -241,6 +241,7 @@ Status moe_route(const MoeRoutingParams& p, cudaStream_t stream) {
   check.aligned(p.logits, p.logits_dtype == DType::kFP32 ? 4 : 2, "logits")
       .aligned(p.selected_experts, 4, "selected_experts")
       .aligned(p.final_scales, 4, "final_scales")
+      .aligned(p.bias, 4, "bias")
       .require(p.num_tokens < (int64_t(1) << 31), StatusCode::kInvalidArgument,
                "num_tokens (=" + std::to_string(p.num_tokens) + ") must be < 2^31");
   FP4KIT_RETURN_IF_ERROR(check.status());

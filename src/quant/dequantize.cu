@@ -264,6 +264,7 @@ Status dequantize(const DequantizeParams& p, cudaStream_t stream) {
   const int64_t stride = resolve_stride(p.output_row_stride, p.cols);
   const int64_t out_size = c.ok() ? int64_t(dtype_size(p.output_dtype)) : 1;
   c.size_fits(p.rows, stride, out_size, "output");
+  c.size_fits(p.rows, resolve_stride(p.element_row_stride, p.cols), 1, "elements");
   ScaleShape shape{0, 0};
   if (c.ok()) check_scale_shape(c, p.scale_layout, p.rows, p.cols / block_size(p.format), "scales", &shape);
   if (c.ok()) c.buffer(p.output_bytes, ((p.rows - 1) * stride + p.cols) * out_size, "output");

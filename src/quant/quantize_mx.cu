@@ -35,6 +35,7 @@ Status quantize_mx(const MxQuantizeParams& p, cudaStream_t stream) {
         .buffer(p.out_scales_bytes, shape.bytes(), "out_scales");
   }
   c.aligned(p.input, elem, "input");
+  if (p.scale_layout != ScaleLayout::kLinear) c.aligned(p.out_scales, 4, "out_scales");  // padding: 32-bit words
   FP4KIT_RETURN_IF_ERROR(c.status());
   FP4KIT_RETURN_IF_ERROR(detail::require_device("quantize_mx"));
 

@@ -31,6 +31,8 @@ Status quantize_nvfp4(const Nvfp4QuantizeParams& p, cudaStream_t stream) {
         .buffer(p.out_scales_bytes, shape.bytes(), "out_scales");
   }
   c.aligned(p.input, elem, "input").aligned(p.global_scale, 4, "global_scale");
+  // Scale pairs are stored as 16-bit words, a swizzled buffer's padding as 32-bit words.
+  c.aligned(p.out_scales, p.scale_layout == ScaleLayout::kLinear ? 2 : 4, "out_scales");
   FP4KIT_RETURN_IF_ERROR(c.status());
   FP4KIT_RETURN_IF_ERROR(detail::require_device("quantize_nvfp4"));
 

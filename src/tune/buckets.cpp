@@ -8,9 +8,11 @@
 namespace fp4kit {
 namespace {
 
+// Saturates at 2^62 (the largest power of two in int64): a doubling past it would wrap to 0 and
+// never reach x.
 int64_t next_pow2(int64_t x) {
   int64_t p = 1;
-  while (p < x) p <<= 1;
+  while (p < x && p < (int64_t(1) << 62)) p <<= 1;
   return p;
 }
 

@@ -27,6 +27,8 @@
 
 #if __has_include(<nlohmann/json.hpp>)
 #include <nlohmann/json.hpp>
+
+#include "common/json_bounded.h"
 #define FP4KIT_TUNE_HAVE_JSON 1
 #else
 #define FP4KIT_TUNE_HAVE_JSON 0
@@ -194,7 +196,7 @@ Parsed parse_text(const std::string& text) {
   Parsed p;
   json j;
   try {
-    j = json::parse(text);
+    j = fp4kit::detail::parse_json_bounded<json>(text);
   } catch (const std::exception& ex) {
     p.corrupt = true;
     p.corrupt_reason = "not valid JSON";

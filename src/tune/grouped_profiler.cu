@@ -230,6 +230,7 @@ std::vector<int> all_grouped_tactics() {
 
 Status profile_grouped_gemm(const GroupedGemmShape& s, DType act_dtype, int64_t tokens, const std::vector<int>& tactics,
                             const ProfileOptions& opt, std::vector<TacticTiming>* out, double prune_factor) {
+  if (out == nullptr) return Status(StatusCode::kInvalidArgument, "profile_grouped_gemm: out is null");
   out->clear();
   GroupedProfiler prof;
   FP4KIT_RETURN_IF_ERROR(prof.init(s, act_dtype, opt));

@@ -42,6 +42,7 @@ Status time_tactic(const std::vector<GemmParams>& sets, int tactic, void* ws, si
 
 Status profile_gemm(const GemmParams& shape, const std::vector<int>& tactics_in, const ProfileOptions& opt,
                     std::vector<TacticTiming>* out) {
+  if (out == nullptr) return Status(StatusCode::kInvalidArgument, "profile_gemm: out is null");
   out->clear();
   const DeviceInfo& dev = device_info();
   if (!dev.available) return Status(StatusCode::kNoDevice, "tune: " + dev.reason);

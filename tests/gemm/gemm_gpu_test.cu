@@ -14,6 +14,7 @@
 #include "format/float16.h"
 #include "format/scale_layout.h"
 #include "fp4kit/gemm.h"
+#include "fp4kit/tune.h"
 #include "fp4kit/layout.h"
 #include "fp4kit/quantize.h"
 #include "fp4kit/reference.h"
@@ -587,7 +588,42 @@ TEST(GemmApi, RejectsBadArguments) {
   p.a_dtype = DType::kBF16;
   p.tactic = 100000;
   EXPECT_EQ(gemm(p, nullptr, 0, nullptr).code(), StatusCode::kInvalidArgument);
+  p.tactic = -7;  // only -1 means automatic
+  EXPECT_EQ(gemm(p, nullptr, 0, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(gemm_default_tactic(p), -1);
+  p.tactic = -1;
+  p.d = reinterpret_cast<void*>(0x4001);  // 16-bit stores
+  EXPECT_EQ(gemm(p, nullptr, 0, nullptr).code(), StatusCode::kMisaligned);
+  p.d = reinterpret_cast<void*>(0x4000);
+  p.bias = reinterpret_cast<const void*>(0x6001);
+  EXPECT_EQ(gemm(p, nullptr, 0, nullptr).code(), StatusCode::kMisaligned);
+  p.bias = nullptr;
+  // The size queries run before the pointers are set; outside the GEMMs' shapes they answer 0 / -1
+  // (m = 2^62 once made the tuner's M bucket loop forever).
+  GemmParams q;
+  q.m = int64_t(1) << 62, q.n = 64, q.k = 64;
+  EXPECT_EQ(gemm_workspace_bytes(q), 0u);
+  EXPECT_EQ(gemm_default_tactic(q), -1);
+  EXPECT_EQ(tune_m_bucket((int64_t(1) << 62) + 1), int64_t(1) << 62);
+
   WeightPrepackParams w;
   w.n = 16, w.k = 24;
   EXPECT_EQ(prepack_weights(w, nullptr).code(), StatusCode::kInvalidArgument);
+  w.k = 32;
+  w.codes = reinterpret_cast<const uint8_t*>(0x1000);
+  w.scales = reinterpret_cast<const uint8_t*>(0x2000);
+  w.out = reinterpret_cast<void*>(0x3000);
+  w.out_bytes = 0;
+  for (int64_t n : {int64_t(1) << 57, int64_t(1) << 58}) {  // padded sizes that overflowed to <= 0
+    w.n = n;
+    const Status s = prepack_weights(w, nullptr);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_EQ(prepacked_weight_bytes(n, 32), 0);
+  }
+  w.n = 16;
+  w.out_bytes = prepacked_weight_bytes(16, 32);
+  w.scale_layout = static_cast<ScaleLayout>(99);
+  const Status s99 = prepack_weights(w, nullptr);
+  EXPECT_EQ(s99.code(), StatusCode::kInvalidArgument) << s99.to_string();
+  EXPECT_NE(s99.message().find("scale_layout"), std::string::npos) << s99.message();
 }

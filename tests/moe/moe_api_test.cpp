@@ -438,6 +438,15 @@ TEST(MoeApi, RouteRejectsBadArguments) {
     expect(q, StatusCode::kInvalidArgument, "top_k (=3) must be <= topk_group * num_experts / n_group (=2)");
   }
   {
+    auto q = p;
+    q.method = MoeRoutingMethod::kDeepSeekV3;
+    q.n_group = 8;
+    q.topk_group = 4;
+    q.bias = fake<const float>(0x4002);  // read as floats
+    const Status s = moe_route(q, nullptr);
+    EXPECT_EQ(s.code(), StatusCode::kMisaligned) << s.to_string();
+  }
+  {
     auto q = p;  // an empty batch needs no buffers
     q.num_tokens = 0;
     q.logits = nullptr;

@@ -119,6 +119,16 @@ TEST(QuantizeValidation, Nvfp4BuffersAndAlignment) {
   p = valid_nvfp4();
   p.global_scale = static_cast<const float*>(ptr(258));
   EXPECT_EQ(nv(p), StatusCode::kMisaligned);
+  // Scales: 16-bit pair stores (linear), 32-bit padding words (swizzled).
+  p = valid_nvfp4();
+  p.out_scales = ptr(770);
+  EXPECT_EQ(nv(p), StatusCode::kMisaligned);
+  p.scale_layout = ScaleLayout::kLinear;
+  p.out_scales_bytes = 4 * 4;
+  p.out_scales = ptr(769);
+  EXPECT_EQ(nv(p), StatusCode::kMisaligned);
+  p.out_scales = ptr(770);  // 2-byte aligned is enough for linear
+  if (!device_info().available) EXPECT_EQ(nv(p), StatusCode::kNoDevice);
 }
 
 TEST(QuantizeValidation, MxArguments) {
@@ -151,6 +161,9 @@ TEST(QuantizeValidation, MxArguments) {
   p = valid_mx();
   p.out_scales = nullptr;
   EXPECT_EQ(mx(p), StatusCode::kInvalidArgument);
+  p = valid_mx();
+  p.out_scales = ptr(770);  // swizzled padding is written as 32-bit words
+  EXPECT_EQ(mx(p), StatusCode::kMisaligned);
 }
 
 TEST(QuantizeValidation, DequantizeArguments) {
@@ -196,6 +209,9 @@ TEST(QuantizeValidation, DequantizeArguments) {
   EXPECT_EQ(dq(q), StatusCode::kInvalidArgument);
   q = p;
   q.scales = nullptr;
+  EXPECT_EQ(dq(q), StatusCode::kInvalidArgument);
+  q = p;
+  q.element_row_stride = int64_t(1) << 62;  // rows * stride overflows the byte offsets
   EXPECT_EQ(dq(q), StatusCode::kInvalidArgument);
 }
 

@@ -1,6 +1,7 @@
 // Safetensors reader/writer: valid files round-trip; each class of malformed file is rejected with
 // a clear message (never a crash).
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_bounded.h"
 #include "fp4kit/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
@@ -212,6 +214,28 @@ TEST(SafetensorsMalformed, DeepNestingDoesNotCrash) {
   h += std::string(100000, ']');
   h += "}";
   EXPECT_FALSE(parse_error(image(h, 0)).empty());
+}
+
+// A nested shape entry used to be printed in the error message: dump() recursed once per level
+// and 200000 levels (400 KB of header) overflowed the stack.
+TEST(SafetensorsMalformed, DeepNestingInsideAnEntryIsAnError) {
+  std::string h = R"({"t":{"dtype":"U8","shape":)";
+  h += std::string(200000, '[');
+  h += std::string(200000, ']');
+  h += R"(,"data_offsets":[0,0]}})";
+  EXPECT_REJECTED(image(h, 0), "nest deeper than 64 levels");
+  std::string ok = R"({"t":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"__metadata__":{"a":"b"}})";
+  EXPECT_TRUE(parse_error(image(ok, 1)).empty());
+}
+
+TEST(JsonBounded, ParsesShallowRejectsDeep) {
+  using fp4kit::detail::parse_json_bounded;
+  EXPECT_EQ(parse_json_bounded<nlohmann::json>(R"({"a":[1,{"b":2}]})")["a"][1]["b"], 2);
+  const std::string at_limit = std::string(64, '[') + std::string(64, ']');
+  EXPECT_NO_THROW(parse_json_bounded<nlohmann::json>(at_limit));
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_THROW(parse_json_bounded<nlohmann::ordered_json>(deep), std::invalid_argument);
+  EXPECT_THROW(parse_json_bounded<nlohmann::json>("{"), nlohmann::json::exception);
 }
 
 TEST(SafetensorsFile, OpenErrorsNameThePath) {

@@ -149,7 +149,13 @@ TEST_P(TuneCacheCorruptTest, IgnoredWithOneWarningAndRepairedBySave) {
   EXPECT_TRUE(w2.empty()) << w2[0];
 }
 
+// An entry of an unknown operation is kept verbatim (dumped): nested 100000 levels deep it used to
+// overflow the stack; now the whole file is refused as JSON.
+const std::string kDeepEntry = R"({"format":"fp4kit-tune-cache","format_version":1,"entries":[{"op":"x","v":)" +
+                               std::string(100000, '[') + std::string(100000, ']') + "}]}";
+
 const CorruptCase kCorrupt[] = {
+    {"deeply_nested", kDeepEntry.c_str()},
     {"garbage", "\x89PNG\r\n\x1a\n\x00\x01 not json at all"},
     {"empty", ""},
     {"truncated", R"({"format":"fp4kit-tune-cache","format_version":1,"entries":[{"gpu":"NVIDIA H100 80GB HBM3","sm_c)"},
