@@ -21,6 +21,16 @@ inline Status last_launch_status(const char* kernel) { return cuda_status(cudaGe
 // kNoDevice when no CUDA device is usable (checked once per process).
 Status require_device(const char* function);
 
+// For calls that synchronize `stream` (an optional device-side check): kInvalidArgument while the
+// stream captures a graph, naming the option that turns the check off.
+inline Status refuse_capture(cudaStream_t stream, const char* function, const char* option) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  FP4KIT_RETURN_IF_ERROR(cuda_status(cudaStreamIsCapturing(stream, &capture), function));
+  if (capture == cudaStreamCaptureStatusNone) return Status::ok();
+  return Status(StatusCode::kInvalidArgument, std::string(function) + ": " + option +
+                                                  " synchronizes the stream; turn it off to capture a CUDA graph");
+}
+
 }  // namespace fp4kit::detail
 
 #define FP4KIT_CUDA_RETURN(expr, what) FP4KIT_RETURN_IF_ERROR(::fp4kit::detail::cuda_status((expr), (what)))

@@ -11,9 +11,9 @@
 
 #include "common/cuda_check.h"
 #include "common/validate.h"
-#include "fp4kit/quantize.h"
 #include "gemm/grouped.h"
 #include "gemm/grouped_offsets.h"
+#include "gemm/stage_activations.h"
 
 namespace fp4kit {
 namespace {
@@ -158,13 +158,7 @@ Status grouped_gemm(const GroupedGemmParams& p, void* workspace, size_t workspac
                              .aligned(workspace, 16, "workspace")
                              .status());
   FP4KIT_RETURN_IF_ERROR(detail::require_device(fn));
-  if (p.check_offsets) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    FP4KIT_CUDA_RETURN(cudaStreamIsCapturing(stream, &capture), "grouped_gemm: cudaStreamIsCapturing");
-    if (capture != cudaStreamCaptureStatusNone)
-      return Status(StatusCode::kInvalidArgument,
-                    "grouped_gemm: check_offsets synchronizes the stream; turn it off to capture a CUDA graph");
-  }
+  if (p.check_offsets) FP4KIT_RETURN_IF_ERROR(detail::refuse_capture(stream, fn, "check_offsets"));
 
   auto* base = static_cast<uint8_t*>(workspace);
   auto* words = reinterpret_cast<int32_t*>(base);
@@ -196,23 +190,10 @@ Status grouped_gemm(const GroupedGemmParams& p, void* workspace, size_t workspac
   q.offsets = oa.clean_offsets;
   q.active = oa.active;
   q.num_active = oa.num_active;
-  if (w4a4(p)) {
-    // The W4A4 operands decoded once, exactly, to the output's 16-bit type (as the dense W4A4 path).
+  if (w4a4(p)) {  // decoded once, exactly, to the output's 16-bit type (as the dense W4A4 path)
     void* staged = base + l.words;
-    DequantizeParams dq;
-    dq.format = BlockFormat::kNVFP4;
-    dq.elements = p.a;
-    dq.scales = p.a_scales;
-    dq.scale_layout = ScaleLayout::kSwizzled128x4;
-    dq.rows = p.max_rows;
-    dq.cols = p.k;
-    dq.element_row_stride = p.lda;
-    dq.output = staged;
-    dq.output_dtype = p.d_dtype;
-    dq.output_row_stride = p.k;
-    dq.output_bytes = int64_t(l.staged);
-    dq.enable_pdl = pdl;
-    FP4KIT_RETURN_IF_ERROR(dequantize(dq, stream));
+    FP4KIT_RETURN_IF_ERROR(gemm_impl::stage_nvfp4_operand(p.a, p.a_scales, p.max_rows, p.k, p.lda, p.d_dtype, staged,
+                                                          int64_t(l.staged), pdl, stream));
     q.a = staged;
   }
   return gemm_impl::grouped_gemm(q, l.gemm ? base + l.words + l.staged : nullptr, l.gemm, stream);

@@ -279,13 +279,7 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
                                              num(int64_t(need2)) + " bytes) exceeds its bound (" +
                                              num(int64_t(l.gemm1_ws_bytes)) + ", " + num(int64_t(l.gemm2_ws_bytes)) + ")");
   FP4KIT_RETURN_IF_ERROR(detail::require_device("fused_moe"));
-  if (p.check_expert_ids) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    FP4KIT_CUDA_RETURN(cudaStreamIsCapturing(stream, &capture), "fused_moe: cudaStreamIsCapturing");
-    if (capture != cudaStreamCaptureStatusNone)
-      return Status(StatusCode::kInvalidArgument,
-                    "fused_moe: check_expert_ids synchronizes the stream; turn it off to capture a CUDA graph");
-  }
+  if (p.check_expert_ids) FP4KIT_RETURN_IF_ERROR(detail::refuse_capture(stream, "fused_moe", "check_expert_ids"));
 
   moe_impl::PermuteArgs pa;
   pa.selected = p.selected_experts;

@@ -303,6 +303,28 @@ struct DeviceProblem {
   }
 };
 
+// Rows of the groups within 2e-3 (relative L2) of the reference and finite; rows past the last
+// group still poisoned.
+void expect_matches(const std::vector<uint16_t>& out, const std::vector<uint16_t>& ref, const Problem& p,
+                    const std::string& what) {
+  double num = 0, den = 0;
+  int64_t bad = 0;
+  for (int64_t r = 0; r < p.max_rows; ++r)
+    for (int64_t j = 0; j < p.n; ++j) {
+      const uint16_t o = out[size_t(r * p.n + j)];
+      if (r >= p.used_rows()) {
+        bad += o != kPoison;
+        continue;
+      }
+      const double x = to_double(o, p.d_dtype), y = to_double(ref[size_t(r * p.n + j)], p.d_dtype);
+      bad += !std::isfinite(x);
+      num += (x - y) * (x - y);
+      den += y * y;
+    }
+  EXPECT_EQ(bad, 0) << what << ": non-finite or stray outputs";
+  if (den > 0) EXPECT_LE(std::sqrt(num / den), 2e-3) << what;
+}
+
 void run_every_tactic(const Problem& p, const std::string& label) {
   std::vector<uint16_t> ref(size_t(p.max_rows * p.n), kPoison);
   ASSERT_TRUE(reference::grouped_gemm(ref_params(p, ref)).is_ok());
@@ -327,22 +349,7 @@ void run_every_tactic(const Problem& p, const std::string& label) {
         break;
       }
       first = out;
-      double num = 0, den = 0;
-      int64_t bad = 0;
-      for (int64_t r = 0; r < p.max_rows; ++r)
-        for (int64_t j = 0; j < p.n; ++j) {
-          const uint16_t o = out[size_t(r * p.n + j)];
-          if (r >= p.used_rows()) {
-            bad += o != kPoison;
-            continue;
-          }
-          const double x = to_double(o, p.d_dtype), y = to_double(ref[size_t(r * p.n + j)], p.d_dtype);
-          bad += !std::isfinite(x);
-          num += (x - y) * (x - y);
-          den += y * y;
-        }
-      EXPECT_EQ(bad, 0) << what << ": non-finite or stray outputs";
-      if (den > 0) EXPECT_LE(std::sqrt(num / den), 2e-3) << what;
+      expect_matches(out, ref, p, what);
     }
   }
 }
@@ -371,19 +378,7 @@ TEST(GroupedGemmGpuApi, EveryTacticW4A16AndW4A4) {
     dev.d.poison();
     const Status s = grouped_gemm(q, ws.ptr, ws_bytes, nullptr);
     ASSERT_TRUE(s.is_ok()) << s.to_string();
-    const std::vector<uint16_t> out = dev.d.download();
-    double num = 0, den = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (int64_t(i) >= many.used_rows() * many.n) {
-        ASSERT_EQ(out[i], kPoison) << "tactic " << tactic;
-        continue;
-      }
-      const double x = to_double(out[i], DType::kBF16), y = to_double(ref[i], DType::kBF16);
-      ASSERT_TRUE(std::isfinite(x)) << "tactic " << tactic << " element " << i;
-      num += (x - y) * (x - y);
-      den += y * y;
-    }
-    EXPECT_LE(std::sqrt(num / den), 2e-3) << "tactic " << tactic;
+    expect_matches(dev.d.download(), ref, many, "1500 groups, tactic " + std::to_string(tactic));
   }
 }
 
@@ -446,18 +441,7 @@ TEST(GroupedGemmGpuApi, CapturesIntoGraphWithoutTheCheck) {
   dev.d.poison();
   ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  const std::vector<uint16_t> out = dev.d.download();
-  double num = 0, den = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (int64_t(i) >= p.used_rows() * p.n) {
-      ASSERT_EQ(out[i], kPoison);
-      continue;
-    }
-    const double x = to_double(out[i], DType::kBF16), y = to_double(ref[i], DType::kBF16);
-    num += (x - y) * (x - y);
-    den += y * y;
-  }
-  EXPECT_LE(std::sqrt(num / den), 2e-3);
+  expect_matches(dev.d.download(), ref, p, "graph replay");
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
