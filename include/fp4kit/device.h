@@ -20,8 +20,11 @@ struct DeviceInfo {
   int runtime_version = 0;
 };
 
-// Device 0 (or the current device), queried once per process.
+// The calling thread's current CUDA device (cudaGetDevice), each device queried once per process;
+// every entry point plans for the device current at the call.
 const DeviceInfo& device_info();
+// The current device's ordinal (0 when there is none).
+int current_device();
 // True when the current device can run the sm_90a kernels of this build.
 bool has_sm90a_device();
 

@@ -2,46 +2,90 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <mutex>
+#include <string>
+
 #include "common/cuda_check.h"
 
 namespace fp4kit {
 
-const DeviceInfo& device_info() {
-  static const DeviceInfo info = [] {
-    DeviceInfo d;
-    int count = 0;
-    cudaError_t err = cudaGetDeviceCount(&count);
-    cudaRuntimeGetVersion(&d.runtime_version);
-    cudaDriverGetVersion(&d.driver_version);
-    if (err != cudaSuccess || count == 0) {
-      d.reason = err != cudaSuccess ? std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err)
-                                    : "no CUDA device found";
+namespace {
+
+// Devices in this process (count, driver and runtime versions) and why none is usable, once.
+struct ProcessDevices {
+  int count = 0;
+  DeviceInfo none;  // available = false, with the reason
+};
+
+const ProcessDevices& process_devices() {
+  static const ProcessDevices p = [] {
+    ProcessDevices r;
+    const cudaError_t err = cudaGetDeviceCount(&r.count);
+    cudaRuntimeGetVersion(&r.none.runtime_version);
+    cudaDriverGetVersion(&r.none.driver_version);
+    if (err != cudaSuccess || r.count == 0) {
+      r.count = 0;
+      r.none.reason = err != cudaSuccess ? std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err)
+                                         : "no CUDA device found";
       cudaGetLastError();  // clear the sticky error from the failed query
-      return d;
     }
-    int dev = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
-      d.reason = "cudaGetDeviceProperties failed";
-      cudaGetLastError();
-      return d;
-    }
-    d.available = true;
-    d.name = prop.name;
-    d.compute_capability = prop.major * 10 + prop.minor;
-    d.sm_count = prop.multiProcessorCount;
-    d.l2_bytes = prop.l2CacheSize;
-    d.global_memory_bytes = static_cast<long long>(prop.totalGlobalMem);
-    int mem_khz = 0, bus_bits = 0;  // double data rate: two transfers per clock
-    if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess)
-      d.dram_peak_gbps = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9;
-    else
-      cudaGetLastError();  // clear only our own failed query (the caller's pending errors stay)
-    return d;
+    return r;
   }();
-  return info;
+  return p;
+}
+
+DeviceInfo query_device(int dev, const DeviceInfo& base) {
+  DeviceInfo d;
+  d.driver_version = base.driver_version;
+  d.runtime_version = base.runtime_version;
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+    d.reason = "cudaGetDeviceProperties failed";
+    cudaGetLastError();
+    return d;
+  }
+  d.available = true;
+  d.name = prop.name;
+  d.compute_capability = prop.major * 10 + prop.minor;
+  d.sm_count = prop.multiProcessorCount;
+  d.l2_bytes = prop.l2CacheSize;
+  d.global_memory_bytes = static_cast<long long>(prop.totalGlobalMem);
+  int mem_khz = 0, bus_bits = 0;  // double data rate: two transfers per clock
+  if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev) == cudaSuccess &&
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev) == cudaSuccess)
+    d.dram_peak_gbps = 2.0 * mem_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+  else
+    cudaGetLastError();  // clear only our own failed query (the caller's pending errors stay)
+  return d;
+}
+
+}  // namespace
+
+int current_device() {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    dev = 0;
+  }
+  return dev;
+}
+
+const DeviceInfo& device_info() {
+  const ProcessDevices& p = process_devices();
+  if (p.count == 0) return p.none;
+  // One entry per device, each queried once (a server may drive GPUs of different kinds).
+  constexpr int kMaxDevices = 64;
+  struct Entry {
+    std::once_flag once;
+    DeviceInfo info;
+  };
+  static Entry entries[kMaxDevices];
+  int dev = current_device();
+  if (dev < 0 || dev >= std::min(p.count, kMaxDevices)) dev = 0;
+  Entry& e = entries[dev];
+  std::call_once(e.once, [&] { e.info = query_device(dev, p.none); });
+  return e.info;
 }
 
 bool has_sm90a_device() { return device_info().available && device_info().compute_capability == 90; }

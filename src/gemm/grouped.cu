@@ -128,8 +128,11 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p, bool rich) {
     if (mean_rows <= 12 || p.groups > 1024) return 10;
     return 4;
   }
-  // The wgmma kernels keep per-group tile counts in shared memory (sm90::kWgMaxGroups = 1024).
-  if (p.groups > 1024) return max_rows <= 8 ? 1 : max_rows <= 16 ? 2 : 3;
+  // The wgmma kernels keep per-group tile counts in shared memory (sm90::kWgMaxGroups = 1024). Past
+  // that, dp blocks with 16-token tiles: the stream-K tactics' partials grow with the largest group's
+  // token tiles times the resident warps (tens of GB at a few thousand rows per group; review of
+  // session 28). Not measured: no preset has more than 1024 local experts.
+  if (p.groups > 1024) return 10;
   if (mean_rows <= 32) return 4;
   // 113..136 rows (MoE T=4096 with E=256: ~128 +- 11 rows per expert): a 144-token tile, one tile
   // per expert where 128-token tiles need 1.5 (H100 session 7, eager us, both GEMMs on the tile, 7 ->

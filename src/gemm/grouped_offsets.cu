@@ -21,6 +21,7 @@ __global__ void __launch_bounds__(kThreads) group_offsets_kernel(GroupOffsetsArg
   __shared__ int first_bad_s;
   __shared__ int warp_count_s[kWarps];
   sm90::grid_dependency_wait();  // the offsets may come from the previous kernel (no-op without PDL)
+  sm90::grid_launch_dependents();  // the kernels behind wait for this one's completion anyway
   if (threadIdx.x == 0) first_bad_s = INT_MAX;
   __syncthreads();
   // The lowest offending index (a min, so the result does not depend on the thread order).

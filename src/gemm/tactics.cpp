@@ -196,12 +196,10 @@ int env_digit(const char* name, const char* allowed) {
 }
 
 bool device_hbm_rich() {
-  static const bool rich = [] {
-    if (const int forced = env_digit("FP4KIT_HBM_RICH", "01"); forced >= 0) return forced == 1;
-    const DeviceInfo& d = device_info();
-    return d.available && hbm_rich(d.dram_peak_gbps, d.sm_count);
-  }();
-  return rich;
+  static const int forced = env_digit("FP4KIT_HBM_RICH", "01");
+  if (forced >= 0) return forced == 1;
+  const DeviceInfo& d = device_info();  // the current device's
+  return d.available && hbm_rich(d.dram_peak_gbps, d.sm_count);
 }
 
 bool w4a4_ring_enabled(bool rich) {

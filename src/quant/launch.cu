@@ -1,17 +1,20 @@
 #include "quant/launch.h"
 
 #include <mutex>
-#include <unordered_map>
+#include <map>
+#include <utility>
 
 #include "fp4kit/device.h"
 
 namespace fp4kit::quant {
 
+// Per (device, kernel): the dynamic shared memory attribute is a property of the kernel on one device.
 int blocks_per_sm(const void* kernel, int threads, size_t smem) {
   static std::mutex mu;
-  static std::unordered_map<const void*, int> cache;
+  static std::map<std::pair<int, const void*>, int> cache;
+  const std::pair<int, const void*> key(current_device(), kernel);
   std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(kernel);
+  auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   if (smem > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   int n = 0;
@@ -19,7 +22,7 @@ int blocks_per_sm(const void* kernel, int threads, size_t smem) {
     cudaGetLastError();
     n = 1;
   }
-  cache.emplace(kernel, n);
+  cache.emplace(key, n);
   return n;
 }
 

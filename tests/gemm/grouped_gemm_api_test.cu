@@ -382,43 +382,57 @@ TEST(GroupedGemmGpuApi, EveryTacticW4A16AndW4A4) {
   }
 }
 
-TEST(GroupedGemmGpuApi, InvalidOffsetsWriteNothing) {
-  FP4KIT_REQUIRE_SM90A();
-  const Problem p = make_problem(64, 64, {2, 3, 1}, DType::kBF16, DType::kBF16, 2, 7);
+// Invalid device offsets, W4A16 and W4A4, through the heuristic's dp decode, the stream-K decode and
+// a wgmma tactic: reported with check_offsets, and nothing written either way.
+void expect_invalid_offsets_write_nothing(DType a_dtype, int tactic) {
+  const Problem p = make_problem(64, 64, {2, 3, 1}, a_dtype, DType::kBF16, 2, 7);
   DeviceProblem dev(p);
+  const std::string what = std::string(dtype_name(a_dtype)) + " tactic " + std::to_string(tactic);
   const std::vector<std::pair<std::vector<int32_t>, int>> bad = {
       {{1, 2, 5, 6}, 0}, {{0, 3, 2, 6}, 2}, {{0, 2, 5, 9}, 3}, {{0, 2, 5, -1}, 3}};
   for (const auto& [offsets, index] : bad) {
     dev.offsets.upload(offsets);
     for (bool check : {true, false}) {
       GroupedGemmParams q = dev.params(p);
+      q.tactic = tactic;
       q.check_offsets = check;
       const size_t ws_bytes = grouped_gemm_workspace_bytes(q);
       DeviceBuffer<uint8_t> ws(ws_bytes);
       dev.d.poison();
       const Status s = grouped_gemm(q, ws.ptr, ws_bytes, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
       if (check) {
-        EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+        EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << what << ": " << s.to_string();
         EXPECT_NE(s.message().find("group_offsets[" + std::to_string(index) + "]"), std::string::npos) << s.message();
       } else {
-        EXPECT_TRUE(s.is_ok()) << s.to_string();
+        EXPECT_TRUE(s.is_ok()) << what << ": " << s.to_string();
       }
-      for (uint16_t v : dev.d.download()) ASSERT_EQ(v, kPoison) << "check_offsets " << check;
+      for (uint16_t v : dev.d.download()) ASSERT_EQ(v, kPoison) << what << " check_offsets " << check;
     }
   }
   // A group longer than max_group_rows.
   dev.offsets.upload(p.offsets);
   GroupedGemmParams q = dev.params(p);
+  q.tactic = tactic;
   q.max_group_rows = 2;
   const size_t ws_bytes = grouped_gemm_workspace_bytes(q);
   DeviceBuffer<uint8_t> ws(ws_bytes);
-  EXPECT_EQ(grouped_gemm(q, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(grouped_gemm(q, ws.ptr, ws_bytes, nullptr).code(), StatusCode::kInvalidArgument) << what;
 }
 
-TEST(GroupedGemmGpuApi, CapturesIntoGraphWithoutTheCheck) {
+TEST(GroupedGemmGpuApi, InvalidOffsetsWriteNothing) {
   FP4KIT_REQUIRE_SM90A();
-  const Problem p = make_problem(256, 512, {5, 0, 40, 3}, DType::kE2M1x2, DType::kBF16, 3, 8);
+  for (DType a_dtype : {DType::kBF16, DType::kE2M1x2})
+    for (int tactic : {-1, 0, 4}) expect_invalid_offsets_write_nothing(a_dtype, tactic);
+}
+
+// Both families: 1..3 rows per group (decode tactics, launched with PDL behind the offsets check and
+// the W4A4 staging) and ~16 rows (wgmma).
+class GroupedGemmGpuGraph : public ::testing::TestWithParam<std::vector<int>> {};
+
+TEST_P(GroupedGemmGpuGraph, CapturesWithoutTheCheck) {
+  FP4KIT_REQUIRE_SM90A();
+  const Problem p = make_problem(256, 512, GetParam(), DType::kE2M1x2, DType::kBF16, 3, 8);
   std::vector<uint16_t> ref(size_t(p.max_rows * p.n), kPoison);
   ASSERT_TRUE(reference::grouped_gemm(ref_params(p, ref)).is_ok());
   DeviceProblem dev(p);
@@ -446,5 +460,8 @@ TEST(GroupedGemmGpuApi, CapturesIntoGraphWithoutTheCheck) {
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
 }
+
+INSTANTIATE_TEST_SUITE_P(Rows, GroupedGemmGpuGraph,
+                         ::testing::Values(std::vector<int>{1, 0, 3, 2, 1, 1}, std::vector<int>{5, 0, 40, 3}));
 
 }  // namespace

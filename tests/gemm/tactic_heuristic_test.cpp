@@ -377,6 +377,9 @@ TEST(GroupedHeuristic, TileByRowsPerExpert) {
   EXPECT_EQ(pick_grouped(128, 3072, 8, 1536, 2048), "grouped_wgmma_256x128_s4");  // Qwen3-30B, 192 rows
   EXPECT_EQ(pick_grouped(128, 4096, 8, 1536, 2048), "grouped_wgmma_128x144_s6");  // Qwen3-30B, 256 rows: 2 x 144
   EXPECT_EQ(pick_grouped(8, 2048, 2, 28672, 4096), "grouped_wgmma_128x256_s4");   // Mixtral, 512 rows
+  // More groups than the wgmma kernels take: dp blocks, never the stream-K tactics, whose
+  // partials grow with the largest group (G = 2048, 512 rows per group).
+  EXPECT_EQ(pick_grouped(2048, 131072, 8, 1024, 2048), "grouped_decode_dp_m16_r32_u2");
 }
 
 // HBM-rich devices (H200, session 20): the groups of >= 64 Mi weights (Mixtral's FC1) with 8..64
