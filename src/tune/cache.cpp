@@ -351,7 +351,8 @@ class FileLock {
 struct TuneCache::Impl {
   TacticValidator validator;
   WarningSink warn;
-  mutable std::shared_mutex mu;
+  mutable std::shared_mutex mu;  // the in-memory entries (lookups take it shared)
+  std::mutex save_mu;            // one save() at a time; held across the file I/O instead of mu
   std::atomic<bool> loaded{false};
   std::unordered_map<MapKey, int, MapKeyHash> map;  // this device's valid entries: key -> index
   std::vector<TuneEntry> mine;                      // this device's valid entries
@@ -459,7 +460,14 @@ Status TuneCache::save() {
 #if !FP4KIT_TUNE_HAVE_JSON
   return Status(StatusCode::kNotSupported, "tune cache: built without nlohmann/json.hpp");
 #else
-  std::unique_lock lock(impl_->mu);
+  // The file lock, the read and the write happen outside mu, so lookups (every gemm / fused_moe with
+  // an automatic tactic) never wait for the file system or another process's lock.
+  std::lock_guard save_lock(impl_->save_mu);
+  std::vector<TuneEntry> dirty;
+  {
+    std::shared_lock lock(impl_->mu);
+    dirty = impl_->dirty;
+  }
   make_parent_dirs(path_);
   FileLock file_lock(path_);
   FP4KIT_RETURN_IF_ERROR(file_lock.status());
@@ -467,22 +475,37 @@ Status TuneCache::save() {
   const std::string text = read_file(path_, &exists);
   Parsed p = exists ? parse_text(text) : Parsed{};
   std::vector<TuneEntry> merged;
-  merged.reserve(p.entries.size() + impl_->dirty.size());
+  merged.reserve(p.entries.size() + dirty.size());
   for (TuneEntry& e : p.entries) {
     bool replaced = false;
-    for (const TuneEntry& d : impl_->dirty) replaced = replaced || same_key(e, d);
+    for (const TuneEntry& d : dirty) replaced = replaced || same_key(e, d);
     if (replaced) continue;
     // This device's stale entries are dropped; other devices' entries are kept as they are.
     if (e.device == device_ && op_code(e.key.op) >= 0 && !impl_->validator(e.key.op, e.tactic, e.tactic_name))
       continue;
     merged.push_back(std::move(e));
   }
-  for (const TuneEntry& d : impl_->dirty) merged.push_back(d);
+  for (const TuneEntry& d : dirty) merged.push_back(d);
   FP4KIT_RETURN_IF_ERROR(write_atomically(path_, to_text(merged, p.other_ops)));
+  std::unique_lock lock(impl_->mu);
+  // Entries inserted while the file was written stay dirty and win over the file's for their keys.
+  auto still_dirty = [&](const TuneEntry& e) {
+    for (const TuneEntry& d : impl_->dirty)
+      if (same_key(e, d)) return true;
+    return false;
+  };
   // Take in the other processes' entries for this device too.
   for (const TuneEntry& e : merged)
-    if (e.device == device_ && op_code(e.key.op) >= 0) impl_->put(e);
-  impl_->dirty.clear();
+    if (e.device == device_ && op_code(e.key.op) >= 0 && !still_dirty(e)) impl_->put(e);
+  // Drop the saved entries from dirty unless they changed meanwhile.
+  std::vector<TuneEntry> left;
+  for (const TuneEntry& d : impl_->dirty) {
+    bool saved = false;
+    for (const TuneEntry& x : dirty)
+      saved = saved || (same_key(x, d) && x.tactic == d.tactic && x.tactic_name == d.tactic_name && x.us == d.us);
+    if (!saved) left.push_back(d);
+  }
+  impl_->dirty = std::move(left);
   impl_->generation.fetch_add(1);
   return Status::ok();
 #endif
