@@ -1,9 +1,10 @@
 // The fp4kit executable end to end: exit codes, one-line errors, the CPU demo on a small shape.
 // Skipped when the CLI was not built (FP4KIT_CLI_PATH comes from tools/CMakeLists.txt).
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -40,6 +41,8 @@ Result run_cli(const std::string& args) {
   r.code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
   r.out = slurp(out);
   r.err = slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
   return r;
 }
 
