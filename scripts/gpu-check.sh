@@ -16,7 +16,9 @@
 #                    CLI nor a test is there.
 #   CUTLASS_INCLUDE  CUTLASS/CuTe include dir for building (default: .deps/cutlass-include, resolved)
 #   OUT              logs, CSV, markdown (default: out/gpu-check)
-#   SANITIZE=1       also run compute-sanitizer memcheck on test_quant (SANITIZE_FILTER: a gtest filter)
+#   SANITIZE=1       also run compute-sanitizer memcheck on SANITIZE_TARGETS, space-separated entries
+#                    BINARY[:GTEST_FILTER] (default test_quant, with SANITIZE_FILTER as its filter), e.g.
+#                    SANITIZE_TARGETS="test_quant test_gemm:*GroupedGemmGpu*"
 #   BENCH            quick (default) | full | none | acceptance (the sweeps of issues #5 and #7: bench gemm
 #                    M = 1..16 with graph replay and PDL, M = 24..1536, bench moe T = 1..16 and 4096,
 #                    then scripts/acceptance.py prints each acceptance line met / MISSED). Timing per
@@ -229,24 +231,30 @@ while read -r bin; do
 done < <(test_binaries)
 [ -n "$(test_binaries)" ] || { summary+=("tests|MISSING|no $BUILD_DIR/tests/test_* (GTest? see scripts/gpu-check.sh pack)"); failed=1; }
 
-# 4. memcheck
+# 4. memcheck: each of SANITIZE_TARGETS, entries BINARY[:GTEST_FILTER] (no globbing of the filters)
 if [ "${SANITIZE:-0}" = 1 ]; then
-  say; say "== compute-sanitizer memcheck: test_quant"
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  if [ ! -x "$san" ]; then
-    summary+=("memcheck|MISSING|compute-sanitizer not found")
-  elif [ ! -x "$BUILD_DIR/tests/test_quant" ]; then
-    summary+=("memcheck|MISSING|no test_quant")
-  else
-    run_step memcheck "$STEP_TIMEOUT" "$OUT/memcheck_quant.log" "$san" --tool memcheck --error-exitcode 99 \
-      "$BUILD_DIR/tests/test_quant" --gtest_brief=1 --gtest_color=no ${SANITIZE_FILTER:+--gtest_filter=$SANITIZE_FILTER}
-    if [ "$step_rc" -ne -1 ]; then
-      errs=$(grep -m1 'ERROR SUMMARY' "$OUT/memcheck_quant.log" | sed 's/^=* *//')
-      if [ "$step_rc" -eq 0 ]; then summary+=("memcheck|ok|${errs:-no summary}, ${step_s} s"); else
-        summary+=("memcheck|FAILED|exit $step_rc, ${errs:-no summary}"); failed=1; fi
-      say "${errs:-no ERROR SUMMARY line (log: $OUT/memcheck_quant.log)}"
+  set -f
+  read -r -a san_targets <<< "${SANITIZE_TARGETS:-test_quant${SANITIZE_FILTER:+:$SANITIZE_FILTER}}"
+  set +f
+  for target in "${san_targets[@]}"; do
+    bin=${target%%:*}; filt=""; [[ "$target" == *:* ]] && filt=${target#*:}
+    say; say "== compute-sanitizer memcheck: $bin${filt:+ ($filt)}"
+    log="$OUT/memcheck_${bin#test_}.log"
+    if [ ! -x "$san" ]; then
+      summary+=("memcheck|MISSING|compute-sanitizer not found"); break
+    elif [ ! -x "$BUILD_DIR/tests/$bin" ]; then
+      summary+=("memcheck $bin|MISSING|no $bin"); continue
     fi
-  fi
+    run_step "memcheck_$bin" "$STEP_TIMEOUT" "$log" "$san" --tool memcheck --error-exitcode 99 \
+      "$BUILD_DIR/tests/$bin" --gtest_brief=1 --gtest_color=no ${filt:+"--gtest_filter=$filt"}
+    if [ "$step_rc" -ne -1 ]; then
+      errs=$(grep -m1 'ERROR SUMMARY' "$log" | sed 's/^=* *//')
+      if [ "$step_rc" -eq 0 ]; then summary+=("memcheck $bin|ok|${errs:-no summary}, ${step_s} s"); else
+        summary+=("memcheck $bin|FAILED|exit $step_rc, ${errs:-no summary}"); failed=1; fi
+      say "${errs:-no ERROR SUMMARY line (log: $log)}"
+    fi
+  done
 fi
 
 # 5. benchmarks (their options differ: quantize writes --csv/--md files; gemm prints --markdown and

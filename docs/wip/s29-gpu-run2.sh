@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Next GPU session, run 2 (performance, ~300 s; same carry as run 1, binaries already unpacked if the
 # machine is still warm): A/B of the two kernel patches, alternated repetitions, graph replay with PDL.
-# a. fused-decode unit dispenser: head vs fix, the presets whose T = 8 / 16 take the fused-decode path
+# a. MoE fixes (fused-decode unit dispenser + PDL ordering): head vs fix, the presets whose T = 8 / 16 take the fused-decode path
 #    (fi-256, qwen3-30b-a3b, qwen3.6-35b-a3b at T = 16), both modes; #7 a's margins are 1-8 %.
 # b. W4A4 in-grid arrangement: head / ingrid without state (plain A loads) / ingrid --sync-state,
 #    M = 3, 8, 9, 16 on the four >= 32 MB shapes (#5 a misses by 2.5-6.7 % there).

@@ -7,7 +7,8 @@
 //
 // E2M1 x E4M3 products are decoded exactly to BF16/FP16 inside the kernels and multiplied on
 // the tensor cores with FP32 accumulation; alpha and bias are applied in FP32 before the output
-// is narrowed. Output is deterministic: the same inputs give bit-identical results every run.
+// is narrowed. Output is deterministic: the same inputs and tactic give bit-identical results every
+// run (tactic -1 follows the device and the tuning cache: docs/NUMERICS.md §7b).
 #pragma once
 
 #include <cstdint>

@@ -10,7 +10,8 @@
 // scales over max_rows rows (W4A4). The numerics are the dense GEMM's (exact decode, FP32
 // accumulation, alpha in FP32, one rounding); the kernels are the fused MoE's grouped GEMMs (a
 // decode family for few rows per group, a wgmma family with a persistent tile scheduler over
-// (group, m tile, n tile) for many). Deterministic: the same inputs give bit-identical outputs.
+// (group, m tile, n tile) for many). Deterministic: the same inputs and tactic give bit-identical
+// outputs (docs/NUMERICS.md §7b).
 //
 // The offsets are device data, so the host cannot check them without a synchronization. A small
 // kernel in front of the GEMM checks them (offsets[0] == 0, non-decreasing, offsets[groups] <=

@@ -16,7 +16,8 @@
 //    decoded values (e2m1 · sf) and alpha[e] = 1 / (a_gs · w_gs[e]) restores the scale.
 //  * GEMMs accumulate in FP32 and round once to the activation dtype; finalize sums the top_k
 //    expert outputs in FP32 in j order (no atomics) and rounds once. Output is bit-identical run
-//    to run. Tokens none of whose experts are local produce zeros.
+//    to run (for a given path and tactics; across devices or tuning caches: docs/NUMERICS.md §7b).
+//    Tokens none of whose experts are local produce zeros.
 //
 // Expert parallelism: this rank owns the E_local = E / ep_size experts [ep_rank · E_local,
 // (ep_rank + 1) · E_local); weights and per-expert scales cover only those, indexed locally.
