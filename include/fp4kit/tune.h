@@ -121,8 +121,8 @@ class TuneCache {
 // Default path: $FP4KIT_TUNE_CACHE, else $XDG_CACHE_HOME/fp4kit/tune.json, else
 // $HOME/.cache/fp4kit/tune.json (empty when none of these is set). FP4KIT_TUNE_CACHE=off disables.
 std::string tune_cache_default_path();
-// The process-wide cache gemm() consults (path and device fixed at first use); nullptr when the
-// cache is disabled or no GPU is present.
+// The process-wide cache gemm() consults for the current device (one per device, all on the same
+// file; the path is fixed at first use); nullptr when the cache is disabled or no GPU is present.
 TuneCache* default_tune_cache();
 // The tuned tactic for p (p.m mapped to its bucket), or -1 on a miss. Hot path of gemm().
 int tuned_gemm_tactic(const GemmParams& p);

@@ -553,13 +553,23 @@ std::string tune_cache_default_path() {
 }
 
 TuneCache* default_tune_cache() {
-  static TuneCache* cache = []() -> TuneCache* {
-    if (!device_info().available) return nullptr;
+  // One per device (its entries are the current GPU's; a process may drive GPUs of different kinds),
+  // all on the same file. Leaked on purpose: used until exit.
+  constexpr int kMaxDevices = 64;
+  struct Slot {
+    std::once_flag once;
+    TuneCache* cache = nullptr;
+  };
+  static Slot slots[kMaxDevices];
+  if (!device_info().available) return nullptr;
+  const int dev = current_device();
+  if (dev < 0 || dev >= kMaxDevices) return nullptr;
+  Slot& s = slots[dev];
+  std::call_once(s.once, [&] {
     const std::string path = tune_cache_default_path();
-    if (path.empty()) return nullptr;
-    return new TuneCache(path, current_tune_device());  // leaked on purpose: used until exit
-  }();
-  return cache;
+    if (!path.empty()) s.cache = new TuneCache(path, current_tune_device());
+  });
+  return s.cache;
 }
 
 int tuned_gemm_tactic(const GemmParams& p) {
