@@ -25,6 +25,7 @@ struct QuantizeOptions {
   bool list = false;
   std::string device = "auto";
   int threads = 0;
+  std::string input_amax;  // --input-amax FILE
 };
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -42,6 +43,7 @@ int run_quantize(const QuantizeOptions& opt) {
   if (!io::parse_quant_device(opt.device, &q.device))
     throw CliError("quantize: --device must be auto, cpu or gpu (got '" + opt.device + "')");
   q.threads = opt.threads;
+  if (!opt.input_amax.empty()) check(io::read_input_amax(opt.input_amax, &q.input_amax));
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   if (!opt.quiet) {
@@ -76,6 +78,7 @@ int run_quantize(const QuantizeOptions& opt) {
     for (const auto& r : s.tensors) {
       std::string action = r.quantized ? "nvfp4" : "copy";
       if (!r.fused_group.empty()) action += " (fused)";
+      if (r.input_scale > 0) action += " +input_scale";
       std::vector<std::string> row = {r.name, r.dtype, shape_string(r.shape), action,
                                       r.quantized ? format_sci(r.ws2, 3) : ""};
       if (opt.verify) row.push_back(r.quantized ? format_fixed(r.snr_db, 2) : "");
@@ -130,6 +133,9 @@ Command add_quantize_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
   sub->add_option("--threads", opt->threads, "CPU threads (CPU path); 0 = all hardware threads (default)")
       ->check(CLI::Range(0, 4096));
+  sub->add_option("--input-amax", opt->input_amax,
+                  "JSON {\"module\": activation amax, ...} from calibration: also write X.input_scale = amax / 2688 "
+                  "for those modules (W4A4 loaders need it)");
   sub->add_flag("--list", opt->list, "Print the per-tensor table (implied by --verify)");
   sub->add_flag("-q,--quiet", opt->quiet, "No progress bar");
   return {sub, [opt] { return run_quantize(*opt); }};

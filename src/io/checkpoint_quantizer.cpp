@@ -253,6 +253,33 @@ Status quantize_checkpoint(const std::string& in_path, const std::string& out_di
     summary->exclude_modules.push_back(module_of(name));
   }
 
+  // ---- calibrated activation scales -------------------------------------------------------------
+  std::map<std::string, float> input_amax;  // quantized module -> amax (fused groups: their largest)
+  {
+    std::set<std::string> quantized_modules;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (quantize[i]) quantized_modules.insert(module_of(all[i].first));
+    for (const auto& [m, amax] : opt.input_amax) {
+      if (!(std::isfinite(amax) && amax > 0.0f))
+        return err("input amax of '" + m + "' must be a finite number > 0, got " + std::to_string(amax));
+      if (!quantized_modules.count(m))
+        return err("input amax given for '" + m + "', which is not a quantized module (keys are module names, "
+                   "e.g. 'model.layers.0.mlp.down_proj' for model.layers.0.mlp.down_proj.weight)");
+      input_amax[m] = amax;
+    }
+    if (opt.fuse_scales) {
+      std::map<std::string, float> group_max;
+      for (const auto& [m, amax] : input_amax) {
+        const std::string g = fusion_group(m + ".weight");
+        if (!g.empty()) group_max[g] = std::max(group_max[g], amax);
+      }
+      for (auto& [m, amax] : input_amax) {
+        const std::string g = fusion_group(m + ".weight");
+        if (!g.empty()) amax = group_max[g];
+      }
+    }
+  }
+
   // ---- device ------------------------------------------------------------------------------------
   // GPU buffers are sized once, to the largest quantized tensor.
   int64_t max_bytes = 0, max_elements = 0;
@@ -340,6 +367,7 @@ Status quantize_checkpoint(const std::string& in_path, const std::string& out_di
       plan.push_back({name, Dtype::kU8, {n, k / 2}});
       plan.push_back({m + ".weight_scale", Dtype::kF8_E4M3, {n, k / 16}});
       plan.push_back({m + ".weight_scale_2", Dtype::kF32, {}});
+      if (input_amax.count(m)) plan.push_back({m + ".input_scale", Dtype::kF32, {}});
     }
     const std::string file = ckpt->shard_names()[s];
     const fs::path out_path = fs::path(out_dir) / file;
@@ -376,6 +404,12 @@ Status quantize_checkpoint(const std::string& in_path, const std::string& out_di
         FP4KIT_RETURN_IF_ERROR(w->write(m + ".weight_scale_2", &ws2, 4));
         r.quantized = true;
         r.out_bytes = codes.size() + scales.size() + 4;
+        if (auto it = input_amax.find(m); it != input_amax.end()) {
+          const float input_scale = it->second / 2688.0f;  // the decode convention of weight_scale_2
+          FP4KIT_RETURN_IF_ERROR(w->write(m + ".input_scale", &input_scale, 4));
+          r.input_scale = input_scale;
+          r.out_bytes += 4;
+        }
         ++summary->quantized;
         summary->quantized_input_bytes += t.nbytes();
       }
@@ -508,6 +542,28 @@ Status quantize_checkpoint(const std::string& in_path, const std::string& out_di
     }
     summary->min_snr_db = summary->quantized ? min_snr : std::numeric_limits<double>::quiet_NaN();
     summary->verify_seconds = std::chrono::duration<double>(clock::now() - t_v).count();
+  }
+  return Status::ok();
+}
+
+Status read_input_amax(const std::string& path, std::map<std::string, float>* out) {
+  out->clear();
+  std::string text;
+  FP4KIT_RETURN_IF_ERROR(st::read_json_file(path, &text));
+  nlohmann::json j;
+  try {
+    j = fp4kit::detail::parse_json_bounded<nlohmann::json>(text);
+  } catch (const std::exception& e) {
+    return err(path + " is not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) return err(path + ": expected a JSON object {\"module\": amax, ...}");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!it.value().is_number())
+      return err(path + ": the amax of '" + it.key() + "' is a " + it.value().type_name() + ", expected a number");
+    const double v = it.value().get<double>();
+    if (!(std::isfinite(v) && v > 0.0 && v <= double(std::numeric_limits<float>::max())))
+      return err(path + ": the amax of '" + it.key() + "' must be a finite number > 0");
+    (*out)[it.key()] = float(v);
   }
   return Status::ok();
 }

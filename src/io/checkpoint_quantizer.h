@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,12 @@ struct QuantizerOptions {
   QuantDevice device = QuantDevice::kAuto;
   // CPU path: worker threads for amax and quantization; 0 = the hardware thread count.
   int threads = 0;
+  // Calibrated activation amax per module (e.g. "model.layers.0.mlp.down_proj" -> 13.5, finite and
+  // > 0), for loaders that run W4A4: each quantized X.weight whose module X has one also gets
+  // X.input_scale F32 [] = amax / 2688 (ModelOpt's activation decode scale); with fuse_scales the
+  // modules of a fused group that have one share the largest. A key that names no quantized module is
+  // an error (a typo would otherwise leave a layer without its scale).
+  std::map<std::string, float> input_amax;
   // Called after each input tensor: (input bytes done, input bytes total, tensor name).
   std::function<void(uint64_t, uint64_t, const std::string&)> progress;
 };
@@ -57,6 +64,7 @@ struct TensorResult {
   std::vector<int64_t> shape;  // input shape
   uint64_t in_bytes = 0, out_bytes = 0;
   float amax = 0, ws2 = 0;     // quantized only
+  float input_scale = 0;       // the X.input_scale written (QuantizerOptions::input_amax), else 0
   std::string fused_group;     // --fuse-scales group, if any
   double snr_db = std::numeric_limits<double>::quiet_NaN();  // --verify, quantized only
   std::string note;            // e.g. why an included tensor could not be quantized
@@ -88,6 +96,10 @@ std::string fusion_group(std::string_view name);
 
 Status quantize_checkpoint(const std::string& in_path, const std::string& out_dir, const QuantizerOptions& opt,
                            QuantizeSummary* summary);
+
+// Reads QuantizerOptions::input_amax from a JSON object {"module": amax, ...} (the file of
+// `fp4kit quantize --input-amax`): every value a finite number > 0.
+Status read_input_amax(const std::string& path, std::map<std::string, float>* out);
 
 // What `fp4kit inspect` reports about a checkpoint's quantization.
 struct QuantFormatInfo {

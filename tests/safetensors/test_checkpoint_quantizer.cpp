@@ -9,7 +9,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -228,6 +230,73 @@ TEST(CheckpointQuantizer, FusedScalesAndIncludeExclude) {
   const Status s = io::quantize_checkpoint(in.string(), out.string() + "_bad", bad, &sum);
   EXPECT_FALSE(s.is_ok());
   EXPECT_NE(s.message().find("bad regex"), std::string::npos);
+  fs::remove_all(in);
+  fs::remove_all(out);
+  fs::remove_all(out.string() + "_bad");
+}
+
+// --input-amax: calibrated activation amax per module -> X.input_scale = amax / 2688 (F32 scalar);
+// with --fuse-scales the fused group's modules that have one share the largest; bad files and keys
+// that name no quantized module are errors.
+TEST(CheckpointQuantizer, InputScalesFromCalibratedAmax) {
+  const fs::path in = temp_dir("in_amax"), out = temp_dir("out_amax");
+  build_checkpoint(in);
+  const std::string q0 = "model.layers.0.self_attn.q_proj", k0 = "model.layers.0.self_attn.k_proj";
+  const std::string d1 = "model.layers.1.mlp.down_proj";
+  io::QuantizerOptions opt;
+  opt.fuse_scales = true;
+  opt.input_amax = {{q0, 3.0f}, {k0, 7.5f}, {d1, 21.25f}};
+  io::QuantizeSummary sum;
+  const Status st = io::quantize_checkpoint(in.string(), out.string(), opt, &sum);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  std::unique_ptr<Checkpoint> c;
+  ASSERT_TRUE(Checkpoint::open(out.string(), &c).is_ok());
+  auto scalar = [&](const std::string& name) {
+    const CheckpointTensor* t = c->find(name);
+    EXPECT_NE(t, nullptr) << name;
+    if (t == nullptr) return -1.0f;
+    EXPECT_EQ(t->info->dtype, Dtype::kF32);
+    EXPECT_TRUE(t->info->shape.empty()) << name;
+    float v = 0;
+    std::memcpy(&v, c->shards()[t->shard]->data(*t->info), 4);
+    return v;
+  };
+  EXPECT_EQ(scalar(q0 + ".input_scale"), 7.5f / 2688.0f);  // fused q/k/v: the largest given
+  EXPECT_EQ(scalar(k0 + ".input_scale"), 7.5f / 2688.0f);
+  EXPECT_EQ(scalar(d1 + ".input_scale"), 21.25f / 2688.0f);
+  EXPECT_EQ(c->find("model.layers.0.self_attn.v_proj.input_scale"), nullptr);  // not given
+  EXPECT_EQ(c->find("model.layers.0.mlp.down_proj.input_scale"), nullptr);
+  int with_scale = 0;
+  for (const auto& r : sum.tensors) with_scale += r.input_scale > 0;
+  EXPECT_EQ(with_scale, 3);
+
+  auto fails = [&](std::map<std::string, float> amax, const std::string& needle) {
+    io::QuantizerOptions o;
+    o.input_amax = std::move(amax);
+    io::QuantizeSummary s2;
+    const Status s = io::quantize_checkpoint(in.string(), out.string() + "_bad", o, &s2);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  };
+  fails({{"model.layers.0.mlp.down_proj.weight", 1.0f}}, "not a quantized module");  // a tensor name
+  fails({{"model.embed_tokens", 1.0f}}, "not a quantized module");                    // not quantized
+  fails({{d1, 0.0f}}, "finite number > 0");
+  fails({{d1, std::numeric_limits<float>::quiet_NaN()}}, "finite number > 0");
+
+  // The JSON file of --input-amax.
+  const fs::path j = in / "amax.json";
+  auto read = [&](const std::string& text, std::map<std::string, float>* m) {
+    std::ofstream(j) << text;
+    return io::read_input_amax(j.string(), m);
+  };
+  std::map<std::string, float> m;
+  ASSERT_TRUE(read(R"({"a.b": 1.5, "c": 2})", &m).is_ok());
+  EXPECT_EQ(m, (std::map<std::string, float>{{"a.b", 1.5f}, {"c", 2.0f}}));
+  EXPECT_FALSE(read(R"({"a": "1.5"})", &m).is_ok());
+  EXPECT_FALSE(read(R"({"a": -1})", &m).is_ok());
+  EXPECT_FALSE(read(R"({"a": 1e300})", &m).is_ok());
+  EXPECT_FALSE(read(R"([1, 2])", &m).is_ok());
+  EXPECT_FALSE(read(R"({"a": )", &m).is_ok());
   fs::remove_all(in);
   fs::remove_all(out);
   fs::remove_all(out.string() + "_bad");
