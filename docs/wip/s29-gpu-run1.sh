@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Next GPU session, run 1 (correctness, ~300 s): carry ["gpu-bin/s29", "gpu-bin/s29run1.sh"].
-# Binaries (session 28, xz): fp4kit_head / test_moe_testonly = HEAD (+ the residency test),
+# Binaries (session 28, xz, built from 3a246ad): fp4kit_head / test_moe_testonly = HEAD (+ the residency test),
 # test_moe_fix / fp4kit_fix = + docs/wip/moe-pdl-ordering.patch + fused-decode-dispense-first-units.patch,
 # test_gemm_ingrid / fp4kit_ingrid = + docs/wip/w4a4-arrange-in-grid.patch (claim-based barrier),
 # fp4kit_micro_handoff = bench/micro/grid_handoff.cu (session 27's all-CTA barrier design).
