@@ -167,9 +167,9 @@ __device__ __forceinline__ const unsigned* fc1_act_words(const FusedDecodeArgs& 
 
 __device__ __forceinline__ Group group_of(const FusedDecodeArgs& a, int s) {
   Group g;
-  g.e = __ldg(a.active + s);
-  g.row0 = __ldg(a.offsets + g.e);
-  g.m = __ldg(a.offsets + g.e + 1) - g.row0;
+  g.e = gemm_impl::sm90::ld_published(a.active + s);  // (the first unit's: before the PDL wait)
+  g.row0 = gemm_impl::sm90::ld_published(a.offsets + g.e);
+  g.m = gemm_impl::sm90::ld_published(a.offsets + g.e + 1) - g.row0;
   return g;
 }
 
@@ -273,6 +273,7 @@ __device__ __forceinline__ bool fc1_unit(const FusedDecodeArgs& a, PairStream& s
       if (lane == 0) arrived = gemm_impl::sm90::arrive_acq_rel(a.split_count + unit);
       arrived = __shfl_sync(kFullMask, arrived, 0);
       if (arrived != parts - 1) return false;
+      __syncwarp();  // lane 0's acquire orders the other lanes' partial reads (as decode_kernel.cuh)
       zero_acc(acc);
       for (int p = 0; p < parts; ++p) {
         const float4* x = reinterpret_cast<const float4*>(a.partials + (unit * parts + p) * 256) + lane * 2;
@@ -371,17 +372,22 @@ template <typename T, bool kQuant>
 __global__ void __launch_bounds__(kThreads, 2) moe_fused_decode_kernel(FusedDecodeArgs a) {
   constexpr bool kBF16 = std::is_same_v<T, __nv_bfloat16>;
   const int lane = threadIdx.x & 31;
-  // Units are numbered FC1 (slot-major) then FC2; warp w starts with unit w (warps numbered
-  // CTA-fastest, so that neighbouring units land on different SMs; CTA-major numbering, whose 8 warps
-  // of a CTA share one expert's activation rows in L1, measured the same on an H100), then takes the
-  // next unit from the dispenser.
-  const int64_t warps = int64_t(gridDim.x) * kWarps;
-  int64_t u = int64_t(threadIdx.x >> 5) * gridDim.x + blockIdx.x;
+  // Units are numbered FC1 (slot-major) then FC2 and all come from one dispenser, in order, to
+  // running warps only: each CTA takes kWarps consecutive units when it starts, then each warp the
+  // next unit. An FC2 unit waits only for FC1 units already handed to running warps, which never
+  // wait, so the kernel cannot deadlock whatever the residency (another kernel on the GPU, MPS SM
+  // limits). (Before session 28 warp w of the grid started with unit w: an FC2 unit could wait for an
+  // FC1 unit of a CTA that was not resident.) The permutation zeroes the dispenser and fences before
+  // it triggers this launch (PermuteArgs::publish_before_trigger), so it is read before the wait.
+  __shared__ int first_unit_s;
+  if (threadIdx.x == 0) first_unit_s = atomicAdd(a.dispenser, kWarps);
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  __syncthreads();
+  int64_t u = first_unit_s + (threadIdx.x >> 5);
   // The group list is published before the permutation triggers this launch (its fence and
   // trigger: PermuteArgs::publish_before_trigger), so the first FC1 unit's weights are requested
   // before the wait; A1, h's storage and the counters only after it.
-  const int na = min(__ldg(a.num_active), a.slots);
+  const int na = min(gemm_impl::sm90::ld_published(a.num_active), a.slots);
   const int fc2_blocks = a.fc2_blocks;  // 32-row blocks per FC2 unit (1 or 2)
   const int ib = a.inter / 16, rbs = a.hidden / 32 / fc2_blocks;
   const int64_t u1 = int64_t(na) * ib * a.fc1_parts, total = u1 + int64_t(na) * rbs;
@@ -416,7 +422,7 @@ __global__ void __launch_bounds__(kThreads, 2) moe_fused_decode_kernel(FusedDeco
   int64_t next = 0;
   while (u < total) {
     // Ask for the unit after this one now; its answer is needed only at the end of this one.
-    if (lane == 0) next = warps + atomicAdd(a.dispenser, 1);
+    if (lane == 0) next = atomicAdd(a.dispenser, 1);
     if (u < u1) {
       const Fc1Unit f = fc1_unit_of(a, u);
       if (!pre) g = group_of(a, f.s);
@@ -448,8 +454,10 @@ __global__ void __launch_bounds__(kThreads, 2) moe_fused_decode_kernel(FusedDeco
       int arrived = 0;
       if (lane == 0) arrived = gemm_impl::sm90::arrive_acq_rel(a.fin_count + rb);
       arrived = __shfl_sync(kFullMask, arrived, 0);
-      if (arrived == na - 1)
+      if (arrived == na - 1) {
+        __syncwarp();  // lane 0's acquire orders the other lanes' reads of the F2 rows
         for (int hb = 0; hb < fc2_blocks; ++hb) finalize_rows<kBF16>(a, route_s, rb * fc2_blocks + hb, lane);
+      }
     }
     pre = false;
     u = __shfl_sync(kFullMask, next, 0);

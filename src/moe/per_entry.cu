@@ -316,7 +316,12 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
   const int entry = blockIdx.y;
   const int id = __ldg(a.selected + entry);
   const int le = local_expert(a, id);
-  if (le < 0) return;  // not routed here: this entry's h is never read
+  // A CTA that leaves early still waits for the staging kernel (when staged): a grid that never waits
+  // may complete before its predecessor, and kernel B's wait covers only this grid.
+  if (le < 0) {  // not routed here: this entry's h is never read
+    if (staged) quant::pdl_wait();
+    return;
+  }
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int kc = a.hidden / 64;
   const int j_begin = kc * warp / kWarps, j_end = kc * (warp + 1) / kWarps;
@@ -333,7 +338,10 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
     // weight request: an exiting CTA's loads are dropped, an owner's are in flight during the scan.
     int rank = 0;
     for (int q = 0; q < entry; ++q) rank += __ldg(a.selected + q) == id ? 1 : 0;
-    if (rank % a.group != 0) return;  // another CTA's slice
+    if (rank % a.group != 0) {  // another CTA's slice
+      if (staged) quant::pdl_wait();
+      return;
+    }
     members = 0;
     for (int q = entry, n = a.tokens * a.top_k; q < n && members < a.group; ++q)
       if (__ldg(a.selected + q) == id) {

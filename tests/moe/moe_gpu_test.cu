@@ -17,6 +17,7 @@
 
 #include "common/device_buffer.h"
 #include "common/gpu_test.h"
+#include "common/sm_holder.cuh"
 #include "format/float16.h"
 #include "fp4kit/device.h"
 #include "fp4kit/gemm.h"
@@ -909,6 +910,44 @@ TEST(MoeGpu, FusedDecodeGraphReplaysBitIdentical) {
     Config c{12, 512, 256, 32, 8, 1, 0, mode, DType::kBF16};
     c.path = MoePath::kFusedDecode;
     expect_graph_replays_bit_identical(c, 9800 + uint32_t(mode));
+  }
+}
+
+// All but 4 SMs are held by a kernel in another stream that lets go only once the layer has finished
+// (tests/common/sm_holder.cuh). The fused-decode kernel's grid is a full wave for the whole GPU, so
+// most of its CTAs cannot start: it must finish on the 4 SMs left, which it can only if no running
+// warp waits for work held by a CTA that has not started (docs/MOE.md "Fused-decode path"). A hang
+// shows as the holder's 3 s timeout. The output must equal the unobstructed run's, bit for bit.
+TEST(MoeGpu, FusedDecodeFinishesOnTheSmsLeftFree) {
+  FP4KIT_REQUIRE_SM90A();
+  for (MoeMode mode : {MoeMode::kW4A16, MoeMode::kW4A4}) {
+    Config c{16, 2048, 128, 64, 8, 1, 0, mode, DType::kBF16};
+    c.path = MoePath::kFusedDecode;
+    SCOPED_TRACE(c.name());
+    const Layer L = make_layer(c, 9900 + uint32_t(mode));
+    DeviceLayer D(L);
+    D.p.check_expert_ids = false;
+    const size_t ws_bytes = moe_workspace_bytes(D.p);
+    DeviceBuffer<uint8_t> ws(ws_bytes);
+    cudaStream_t stream;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    D.out.poison();
+    FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, stream));
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const std::vector<uint16_t> alone = D.out.download();
+    EXPECT_LE(compare(alone, reference_run(L, L.sel), c.act).rel, 5e-3);
+
+    sm_holder::SmHolder holder;
+    ASSERT_TRUE(holder.hold(4)) << "the holder did not occupy its SMs";
+    // (poison on the layer's stream: a legacy-stream memset is not ordered with a non-blocking stream)
+    ASSERT_EQ(cudaMemsetAsync(D.out.ptr, 0xff, D.out.count * 2, stream), cudaSuccess);
+    FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, stream));
+    holder.release_after(stream);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_FALSE(holder.timed_out()) << "the layer waited for SMs held until it finished (deadlock)";
+    const std::vector<uint16_t> got = D.out.download();
+    EXPECT_EQ(std::memcmp(alone.data(), got.data(), got.size() * 2), 0) << "not bit-identical to the run alone";
+    cudaStreamDestroy(stream);
   }
 }
 

@@ -124,10 +124,11 @@ __device__ __forceinline__ DecodeView dense_view(const DecodeGemmArgs& args) {
 template <typename T, typename OutT>
 __device__ __forceinline__ DecodeView group_view(const DecodeGemmArgs& args, int64_t slot) {
   DecodeView v{0, nullptr, nullptr, nullptr, nullptr, 0.0f};
-  if (slot >= __ldg(args.num_active)) return v;
-  const int g = __ldg(args.active + slot);
-  const int row0 = __ldg(args.offsets + g);
-  v.m = __ldg(args.offsets + g + 1) - row0;
+  // (kReady: read before the PDL wait; ld_published)
+  if (slot >= ld_published(args.num_active)) return v;
+  const int g = ld_published(args.active + slot);
+  const int row0 = ld_published(args.offsets + g);
+  v.m = ld_published(args.offsets + g + 1) - row0;
   v.a = static_cast<const T*>(args.a) + int64_t(row0) * args.lda;
   const uint8_t* base = reinterpret_cast<const uint8_t*>(args.b_codes) + int64_t(g) * args.group_bytes;
   v.b_codes = reinterpret_cast<const uint4*>(base);
@@ -1069,7 +1070,12 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
     cta -= slot * ctas_per_slot;
     if constexpr (!kReady) grid_dependency_wait();
     view = group_view<T, OutT>(args, slot);
-    if (tok0 >= view.m) return;  // the whole CTA: inactive slot, or no rows in this token tile
+    if (tok0 >= view.m) {  // the whole CTA: inactive slot, or no rows in this token tile
+      // Still wait for the previous kernel: a grid that never waits may complete before it, and the
+      // next kernel's wait covers only this grid (with no active slot at all, none would wait).
+      if constexpr (kReady) grid_dependency_wait();
+      return;
+    }
   }
   const int64_t rb = cta * per_cta + sub;
   const bool live = rb < args.row_blocks;  // warps of a row block past the end only join the barrier
