@@ -21,14 +21,17 @@ inline Status last_launch_status(const char* kernel) { return cuda_status(cudaGe
 // kNoDevice when no CUDA device is usable (checked once per process).
 Status require_device(const char* function);
 
-// For calls that synchronize `stream` (an optional device-side check): kInvalidArgument while the
-// stream captures a graph, naming the option that turns the check off.
-inline Status refuse_capture(cudaStream_t stream, const char* function, const char* option) {
+// For calls that synchronize `stream`: kInvalidArgument with "<function>: <why>" while the stream
+// captures a graph (the synchronization would invalidate the capture).
+inline Status refuse_capture(cudaStream_t stream, const char* function, const std::string& why) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   FP4KIT_RETURN_IF_ERROR(cuda_status(cudaStreamIsCapturing(stream, &capture), function));
   if (capture == cudaStreamCaptureStatusNone) return Status::ok();
-  return Status(StatusCode::kInvalidArgument, std::string(function) + ": " + option +
-                                                  " synchronizes the stream; turn it off to capture a CUDA graph");
+  return Status(StatusCode::kInvalidArgument, std::string(function) + ": " + why);
+}
+// The usual why: an option that adds a synchronizing check.
+inline std::string syncing_option(const char* option) {
+  return std::string(option) + " synchronizes the stream; turn it off to capture a CUDA graph";
 }
 
 }  // namespace fp4kit::detail

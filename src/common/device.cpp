@@ -2,11 +2,10 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <mutex>
 #include <string>
 
 #include "common/cuda_check.h"
+#include "common/per_device.h"
 
 namespace fp4kit {
 
@@ -75,17 +74,11 @@ const DeviceInfo& device_info() {
   const ProcessDevices& p = process_devices();
   if (p.count == 0) return p.none;
   // One entry per device, each queried once (a server may drive GPUs of different kinds).
-  constexpr int kMaxDevices = 64;
-  struct Entry {
-    std::once_flag once;
-    DeviceInfo info;
-  };
-  static Entry entries[kMaxDevices];
+  static detail::PerDevice<DeviceInfo> infos;
   int dev = current_device();
-  if (dev < 0 || dev >= std::min(p.count, kMaxDevices)) dev = 0;
-  Entry& e = entries[dev];
-  std::call_once(e.once, [&] { e.info = query_device(dev, p.none); });
-  return e.info;
+  if (dev < 0 || dev >= p.count) dev = 0;
+  const DeviceInfo* d = infos.get(dev, [&] { return query_device(dev, p.none); });
+  return d ? *d : p.none;
 }
 
 bool has_sm90a_device() { return device_info().available && device_info().compute_capability == 90; }

@@ -158,7 +158,7 @@ Status grouped_gemm(const GroupedGemmParams& p, void* workspace, size_t workspac
                              .aligned(workspace, 16, "workspace")
                              .status());
   FP4KIT_RETURN_IF_ERROR(detail::require_device(fn));
-  if (p.check_offsets) FP4KIT_RETURN_IF_ERROR(detail::refuse_capture(stream, fn, "check_offsets"));
+  if (p.check_offsets) FP4KIT_RETURN_IF_ERROR(detail::refuse_capture(stream, fn, detail::syncing_option("check_offsets")));
 
   auto* base = static_cast<uint8_t*>(workspace);
   auto* words = reinterpret_cast<int32_t*>(base);

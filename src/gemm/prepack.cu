@@ -52,13 +52,9 @@ Status prepack_batched(const uint8_t* codes, const uint8_t* scales, ScaleLayout 
                        int64_t count, int64_t code_stride, int64_t scale_stride, void* out, cudaStream_t stream,
                        const char* api) {
   const std::string name(api);
-  // The NaN-scale check below synchronizes the stream: refuse cleanly inside a graph capture (the
-  // synchronization would invalidate it). Prepacking is a load-time step.
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  FP4KIT_CUDA_RETURN(cudaStreamIsCapturing(stream, &capture), (name + ": cudaStreamIsCapturing").c_str());
-  if (capture != cudaStreamCaptureStatusNone)
-    return Status(StatusCode::kInvalidArgument,
-                  name + ": synchronizes the stream (its NaN-scale check); call it outside a CUDA graph capture");
+  // The NaN-scale check below synchronizes the stream; prepacking is a load-time step.
+  FP4KIT_RETURN_IF_ERROR(detail::refuse_capture(
+      stream, api, "synchronizes the stream (its NaN-scale check); call it outside a CUDA graph capture"));
   const PrepackedShape shape = prepacked_shape(n, k);
   int* nan_flag = nullptr;
   FP4KIT_CUDA_RETURN(cudaMallocAsync(&nan_flag, sizeof(int), stream), (name + ": cudaMallocAsync").c_str());

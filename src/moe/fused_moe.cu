@@ -279,7 +279,7 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
                                              num(int64_t(need2)) + " bytes) exceeds its bound (" +
                                              num(int64_t(l.gemm1_ws_bytes)) + ", " + num(int64_t(l.gemm2_ws_bytes)) + ")");
   FP4KIT_RETURN_IF_ERROR(detail::require_device("fused_moe"));
-  if (p.check_expert_ids) FP4KIT_RETURN_IF_ERROR(detail::refuse_capture(stream, "fused_moe", "check_expert_ids"));
+  if (p.check_expert_ids) FP4KIT_RETURN_IF_ERROR(detail::refuse_capture(stream, "fused_moe", detail::syncing_option("check_expert_ids")));
 
   moe_impl::PermuteArgs pa;
   pa.selected = p.selected_experts;

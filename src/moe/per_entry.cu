@@ -660,13 +660,7 @@ Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void
     return Status(StatusCode::kInternal, "fused_moe: per-entry path used outside its limits");
   FP4KIT_RETURN_IF_ERROR(detail::require_device("fused_moe"));
   const bool check = p.check_expert_ids;
-  if (check) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    FP4KIT_CUDA_RETURN(cudaStreamIsCapturing(stream, &capture), "fused_moe: cudaStreamIsCapturing");
-    if (capture != cudaStreamCaptureStatusNone)
-      return Status(StatusCode::kInvalidArgument,
-                    "fused_moe: check_expert_ids synchronizes the stream; turn it off to capture a CUDA graph");
-  }
+  if (check) FP4KIT_RETURN_IF_ERROR(detail::refuse_capture(stream, "fused_moe", detail::syncing_option("check_expert_ids")));
 
   PerEntryArgs a;
   a.tokens = int(d.tokens);

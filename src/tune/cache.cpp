@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_bounded.h"
+#include "common/per_device.h"
 #define FP4KIT_TUNE_HAVE_JSON 1
 #else
 #define FP4KIT_TUNE_HAVE_JSON 0
@@ -555,21 +556,13 @@ std::string tune_cache_default_path() {
 TuneCache* default_tune_cache() {
   // One per device (its entries are the current GPU's; a process may drive GPUs of different kinds),
   // all on the same file. Leaked on purpose: used until exit.
-  constexpr int kMaxDevices = 64;
-  struct Slot {
-    std::once_flag once;
-    TuneCache* cache = nullptr;
-  };
-  static Slot slots[kMaxDevices];
+  static detail::PerDevice<TuneCache*> caches;
   if (!device_info().available) return nullptr;
-  const int dev = current_device();
-  if (dev < 0 || dev >= kMaxDevices) return nullptr;
-  Slot& s = slots[dev];
-  std::call_once(s.once, [&] {
+  TuneCache* const* c = caches.get(current_device(), []() -> TuneCache* {
     const std::string path = tune_cache_default_path();
-    if (!path.empty()) s.cache = new TuneCache(path, current_tune_device());
+    return path.empty() ? nullptr : new TuneCache(path, current_tune_device());
   });
-  return s.cache;
+  return c ? *c : nullptr;
 }
 
 int tuned_gemm_tactic(const GemmParams& p) {
