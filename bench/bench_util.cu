@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "common/gpu_timing.h"
+#include "fp4kit/device.h"
 
 namespace fp4kit::bench {
 
@@ -622,6 +623,7 @@ void BenchDriver::progress(const char* fmt, ...) {
 std::string BenchDriver::device_head() const {
   return strprintf("device %s sms=%d l2=%lldMB cc=%d.%d\n", device_name_.c_str(), sm_count_,
                    (long long)(l2_bytes_ >> 20), cc_major_, cc_minor_) +
+         strprintf("fp4kit %s source %s\n", version(), source_revision()) +
          strprintf("copy_bw_TBps(read+write) %.3f\n", copy_bw_ / 1e12);
 }
 

@@ -185,7 +185,7 @@ if [ -x "$cli" ]; then
   cat "$OUT/info.txt"
   "$cli" info --json > "$OUT/info.json" 2>/dev/null
   if [ "$step_rc" -eq 0 ]; then
-    summary+=("info|ok|$(grep -m1 '^GPU kernels' "$OUT/info.txt" | sed 's/  */ /g')")
+    summary+=("info|ok|$(grep -m1 '^GPU kernels' "$OUT/info.txt" | sed 's/  */ /g'); CLI built from $(grep -m1 '^source ' "$OUT/info.txt" | sed 's/^source  *//')")
   elif [ "$step_rc" -ne -1 ]; then
     summary+=("info|FAILED|exit $step_rc")
     failed=1

@@ -63,6 +63,7 @@ int run_info(const InfoOptions& opt) {
   if (opt.json) {
     nlohmann::ordered_json j;
     j["version"] = version();
+    j["source_revision"] = source_revision();
     j["build"] = {{"type", FP4KIT_CLI_BUILD_TYPE},
                   {"cuda_toolkit", FP4KIT_CLI_CUDA_TOOLKIT_VERSION},
                   {"cuda_archs", build_cuda_archs()},
@@ -93,6 +94,7 @@ int run_info(const InfoOptions& opt) {
 
   Table t({"", ""}, {Table::Align::kLeft, Table::Align::kLeft});
   t.add_row({"version", version()});
+  t.add_row({"source", source_revision()});
   t.add_row({"build", std::string(FP4KIT_CLI_BUILD_TYPE) + ", CUDA " + FP4KIT_CLI_CUDA_TOOLKIT_VERSION +
                           ", archs " + build_cuda_archs() + ", CUTLASS " + FP4KIT_CLI_CUTLASS_VERSION + ", " +
                           compiler_string()});

@@ -30,5 +30,8 @@ bool has_sm90a_device();
 
 const char* version();
 const char* build_cuda_archs();
+// The source tree this library was built from: `git describe --always --dirty` at build time
+// (e.g. "393d5fc1a2b3" or "393d5fc1a2b3-dirty"), "unknown" without git.
+const char* source_revision();
 
 }  // namespace fp4kit

@@ -6,9 +6,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "fp4kit/device.h"
 
 namespace {
 
@@ -66,6 +69,9 @@ TEST_F(Cli, InfoAndVersion) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("{", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("\"gpu_kernels\""), std::string::npos) << r.out;
+  // The build's source revision (cmake/source_revision.cmake), as the library reports it.
+  EXPECT_NE(r.out.find(std::string("\"source_revision\": \"") + fp4kit::source_revision() + "\""), std::string::npos) << r.out;
+  EXPECT_GT(std::strlen(fp4kit::source_revision()), 0u);
   r = run_cli("--version");
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out.rfind("fp4kit ", 0), 0u) << r.out;
