@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "common/device_buffer.h"
 #include "common/gpu_test.h"
 #include "format/e2m1.h"
 #include "format/e4m3.h"
@@ -29,20 +30,6 @@ namespace {
     Status s_ = (x);                               \
     ASSERT_TRUE(s_.is_ok()) << s_.to_string();     \
   } while (0)
-
-template <typename T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  size_t count = 0;
-  explicit DeviceBuffer(size_t n) : count(n) { cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)); }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  void upload(const std::vector<T>& v) { cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice); }
-  std::vector<T> download() const {
-    std::vector<T> v(count);
-    cudaMemcpy(v.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost);
-    return v;
-  }
-};
 
 std::vector<uint16_t> random_16bit(int64_t count, DType t, std::mt19937& rng, float sigma) {
   std::normal_distribution<float> nd(0.0f, sigma);

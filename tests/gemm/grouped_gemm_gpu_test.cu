@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "common/device_buffer.h"
 #include "common/gpu_test.h"
 #include "format/e4m3.h"
 #include "format/float16.h"
@@ -21,20 +22,6 @@ using namespace fp4kit;
 using gemm_impl::GroupedGemmParams;
 
 namespace {
-
-template <typename T>
-struct DeviceBuffer {
-  T* ptr = nullptr;
-  size_t count = 0;
-  explicit DeviceBuffer(size_t n) : count(n) { cudaMalloc(&ptr, std::max<size_t>(n, 1) * sizeof(T)); }
-  ~DeviceBuffer() { cudaFree(ptr); }
-  void upload(const std::vector<T>& v) { cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice); }
-  std::vector<T> download() const {
-    std::vector<T> v(count);
-    cudaMemcpy(v.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost);
-    return v;
-  }
-};
 
 struct Case {
   int64_t groups, n, k;
