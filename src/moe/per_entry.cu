@@ -223,9 +223,24 @@ __device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, ui
   if constexpr (kMode == GatherMode::kQuantize) {
     // Two threads per block, 8 elements each (their amax meets in one shuffle): half the dependent
     // chain of one thread per block, and every thread busy (H100 session 6).
-    // The global scale's terms once, not once per trip (nvfp4_exact_roundtrip_lanes).
-    const auto c = quant::nvfp4_scale_const<QuantNumerics::kExact>(a.fc1_act_global[a.per_expert ? le : 0]);
     const uint16_t* src = static_cast<const uint16_t*>(a.input) + int64_t(t) * a.hidden;
+    const float* gs = a.fc1_act_global + (a.per_expert ? le : 0);
+    if ((part + parts) * kThreads >= 2 * blocks) {
+      // One trip (the staging kernel, a CTA per trip; kernel A with H <= 2048). x is requested before the global scale is read
+      // and its terms computed, so the two loads overlap; with the scale first, its load and division
+      // sat between the wait and x's load (two dependent memory latencies on the critical path).
+      const int h = part * kThreads + int(threadIdx.x);
+      const bool live = h < 2 * blocks;
+      float x[8] = {};
+      const uint4 v = live ? __ldg(reinterpret_cast<const uint4*>(src + h * 8)) : make_uint4(0u, 0u, 0u, 0u);
+      const auto c = quant::nvfp4_scale_const<QuantNumerics::kExact>(__ldg(gs));
+      unpack8<kBF16>(v, x);
+      nvfp4_exact_roundtrip_lanes<8>(x, c);
+      if (live) *reinterpret_cast<uint4*>(xs + h * 8) = pack8<kBF16>(x);
+      return;
+    }
+    // The global scale's terms once, not once per trip (nvfp4_exact_roundtrip_lanes).
+    const auto c = quant::nvfp4_scale_const<QuantNumerics::kExact>(*gs);
     for (int h0 = part * kThreads; h0 < 2 * blocks; h0 += parts * kThreads) {  // the same trips for every thread
       const int h = h0 + int(threadIdx.x);
       const bool live = h < 2 * blocks;
