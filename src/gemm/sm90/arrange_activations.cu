@@ -43,7 +43,10 @@ template <typename OutT>
 __global__ void __launch_bounds__(kArrangeThreads) arrange_activations_kernel(const ArrangeArgs x) {
   // The GEMM may launch now: it requests its first weights and then waits for this grid.
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  // The item's indices (a 64-bit division) depend only on the arguments: computed before the PDL
+  // wait, which each branch issues right before its loads. (ptxas still places some address
+  // arithmetic after the wait; scripts/sass_wait_path.py shows what is left.) A thread past the end
+  // leaves without waiting: the grid still completes after its predecessor, its other threads wait.
   const int64_t i = int64_t(blockIdx.x) * kArrangeThreads + threadIdx.x;  // (tile, chunk, lane)
   if (i >= x.s.token_tiles * x.s.k_chunks * 32) return;
   const int lane = int(i & 31);
@@ -55,6 +58,7 @@ __global__ void __launch_bounds__(kArrangeThreads) arrange_activations_kernel(co
   const uint8_t* row = x.a + src_tok * x.row_bytes;
   uint32_t w[kFragmentWordsPerLane];
   if constexpr (std::is_void_v<OutT>) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
 #pragma unroll
     for (int q = 0; q < kFragmentWordsPerLane; ++q) {
       // k % 16 == 0 (GEMM contract): a k16 step is wholly inside K or wholly outside.
@@ -70,14 +74,18 @@ __global__ void __launch_bounds__(kArrangeThreads) arrange_activations_kernel(co
     // K % 32 == 16, come from the row's padding and are zeroed below).
     const uint4* src = reinterpret_cast<const uint4*>(row + 32 * j);
     const bool hi_live = 64 * j + 32 < x.k;
+    asm volatile("griddepcontrol.wait;" ::: "memory");
     const uint4 lo = __ldg(src), hi = __ldg(hi_live ? src + 1 : src);
     const uint32_t codes[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    // The chunk's four scale bytes (blocks 4j..4j+3 of the row) are adjacent in the 128x4 layout, at
+    // a 4-byte aligned offset inside its padded columns: one 32-bit load, one offset computation
+    // (they were four of each, after the PDL wait). Bytes of blocks past K are padding; their words
+    // are zeroed below.
+    const uint32_t sf4 = __ldg(reinterpret_cast<const uint32_t*>(
+        x.scales + format::sf_offset_128x4(src_tok, 4 * j, x.sf_padded_cols)));
     uint8_t sfb[4];
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const int64_t kb = 64 * j + 16 * s < x.k ? 4 * j + s : 4 * j;  // a 16-element block inside K
-      sfb[s] = __ldg(x.scales + format::sf_offset_128x4(src_tok, kb, x.sf_padded_cols));
-    }
+    for (int s = 0; s < 4; ++s) sfb[s] = uint8_t(sf4 >> (8 * s));
     // Byte c = lane & 3 of words 4h..4h+3 gathered into one word (three permutes), whose eight codes
     // decode at once (sm90::decode_e2m1x8) into words 4h..4h+3, then each times its step's scale
     // (exact, as sm90::decode_nvfp4x8).

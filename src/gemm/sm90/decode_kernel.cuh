@@ -1048,18 +1048,6 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
   const int64_t ctas_per_slot = (args.row_blocks + per_cta - 1) / per_cta;
   int64_t cta = blockIdx.x;
   DecodeView view{};
-  // Dense mode, after the PDL wait: the problem's view (kStageA: with A decoded into shared memory).
-  // (kStageA: the warp's K slice of A whether or not its row block is live: the other warps of the
-  // slice count on it at the slice's barrier.)
-  auto wait_view = [&](const DecodeGemmArgs& x) {
-    if constexpr (kStageA) {
-      extern __shared__ __align__(16) uint8_t staged_a[];
-      return stage_a_slice<T>(x, reinterpret_cast<T*>(staged_a), int(x.k_chunks * kidx / kw),
-                              int(x.k_chunks * (kidx + 1) / kw), kidx, sub, per_cta, lane);
-    } else {
-      return dense_view(x);
-    }
-  };
   if constexpr (G) {
     // Programmatic dependent launch (no-ops without it): let the next kernel launch at once (its
     // early launch is worth up to 14 % at MoE T = 16, docs/PERF.md session 5). The activations come
@@ -1080,7 +1068,24 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
   const int64_t rb = cta * per_cta + sub;
   const bool live = rb < args.row_blocks;  // warps of a row block past the end only join the barrier
   const int64_t j_begin = args.k_chunks * kidx / kw;
-  const int64_t j_end = live ? args.k_chunks * (kidx + 1) / kw : j_begin;
+  // kStageA: the end of the warp's K slice (also past the last row block), computed before the PDL
+  // wait; the staging used to repeat both 64-bit divisions after it, on its critical path (H100 W4A4
+  // M = 1..2 0..-2.6 %, docs/PERF.md session 31). The other kernels keep their code: computing it
+  // apart made ptxas schedule their prologue differently, and W4A16 M = 1..2 measured up to +2.3 %.
+  const int64_t j_slice_end = kStageA ? args.k_chunks * (kidx + 1) / kw : 0;
+  const int64_t j_end = !live ? j_begin : kStageA ? j_slice_end : args.k_chunks * (kidx + 1) / kw;
+  // Dense mode, after the PDL wait: the problem's view (kStageA: with A decoded into shared memory,
+  // the warp's K slice whether or not its row block is live: the other warps of the slice count on
+  // it at the slice's barrier).
+  auto wait_view = [&](const DecodeGemmArgs& x) {
+    if constexpr (kStageA) {
+      extern __shared__ __align__(16) uint8_t staged_a[];
+      return stage_a_slice<T>(x, reinterpret_cast<T*>(staged_a), int(j_begin), int(j_slice_end), kidx, sub,
+                              per_cta, lane);
+    } else {
+      return dense_view(x);
+    }
+  };
 
   float acc[R][NT][4];
   zero_acc(acc);
