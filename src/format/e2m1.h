@@ -37,6 +37,19 @@ FP4KIT_HD uint32_t float_to_e2m1(float y) {
   return s | e2m1_magnitude_code(y < 0.0f ? -y : y);
 }
 
+// e2m1_magnitude(e2m1_magnitude_code(a)): the grid value |y| rounds to (RNE, saturating at 6; NaN and
+// every a <= 0.25 give 0), as a sum of the grid's steps that `a` passes (0.5 four times, then 1, 1 and
+// 2): each comparison is independent of the others and every partial sum is exact, so on a GPU the
+// dependent chain is a compare, a select and three adds (the code's sum and its decode were one
+// chain of ~15 instructions; the MoE epilogues round-trip h through NVFP4 on their tails).
+FP4KIT_HD float e2m1_round_magnitude(float a) {
+  const float s0 = (a > 0.25f ? 0.5f : 0.0f) + (a >= 0.75f ? 0.5f : 0.0f);
+  const float s1 = (a > 1.25f ? 0.5f : 0.0f) + (a >= 1.75f ? 0.5f : 0.0f);
+  const float s2 = (a > 2.5f ? 1.0f : 0.0f) + (a >= 3.5f ? 1.0f : 0.0f);
+  const float s3 = a > 5.0f ? 2.0f : 0.0f;
+  return (s0 + s1) + (s2 + s3);
+}
+
 // ModelOpt's convention: sign bit set iff y < 0 (so -0.0 gives 0x0, -0.1 gives 0x8).
 FP4KIT_HD uint32_t float_to_e2m1_modelopt(float y) {
   return (y < 0.0f ? 8u : 0u) | e2m1_magnitude_code(y < 0.0f ? -y : y);

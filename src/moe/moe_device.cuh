@@ -93,6 +93,33 @@ __device__ __forceinline__ float max_ignoring_nan(float a, float b) {
 }
 
 // ---- NVFP4 (kExact) quantize + exact decode of one block of 16 ------------------------------------
+// The amax of a block spread over 16 / N aligned lanes kLaneStride apart, from each lane's own max
+// (non-negative, not NaN: max.f32 from +0 ignores NaNs): max.f32 of butterfly shuffles. (One
+// redux.sync.max.u32 over the group's lanes instead, on the floats' bits, was bit-identical and 0-2 %
+// slower on the H100's per-entry W4A4 MoE: ptxas serializes a redux whose mask differs between lanes.)
+template <int N, int kLaneStride>
+__device__ __forceinline__ float block_amax_lanes(float own) {
+#pragma unroll
+  for (int o = kLaneStride; o < (16 / N) * kLaneStride; o <<= 1)
+    own = max_ignoring_nan(own, __shfl_xor_sync(0xffffffffu, own, o));
+  return own;
+}
+
+// x <- e2m1(encode(x * factor)) * sf for one element: float_to_e2m1 and e2m1_to_float, with the
+// magnitude as format::e2m1_round_magnitude's step sum and the code's sign bit (y's, + for NaN) or'ed
+// in: the same bits, a shorter dependent chain.
+__device__ __forceinline__ float nvfp4_exact_element_roundtrip(float x, float factor, float sf) {
+  const float y = format::mul_rn(x, factor);
+  const uint32_t sign = format::is_nan(y) ? 0u : format::float_bits(y) & 0x80000000u;
+  const float mag = format::e2m1_round_magnitude(format::abs_f(y));
+  return __fmul_rn(format::bits_float(format::float_bits(mag) | sign), sf);
+}
+
+// The decoded scale byte as format::e4m3_to_float gives it (0x7F / 0xFF: its NaN, not the f16 one).
+__device__ __forceinline__ float nvfp4_decoded_scale(uint32_t sf) {
+  return (sf & 0x7fu) == 0x7fu ? format::e4m3_to_float(uint8_t(sf)) : quant::e4m3_decode_hw(sf);
+}
+
 // x[i] <- e2m1(code_i) * sf, where (sf, code_i) is what quantize_nvfp4 (kExact, global scale `gs`)
 // produces for this block: amax over |x| ignoring NaNs, nvfp4_block_scale, nvfp4_encode_element.
 // The product has at most 6 significant bits and lies in [2^-10, 2688] (or is 0), so it is exact in
@@ -109,7 +136,10 @@ __device__ __forceinline__ float max_ignoring_nan(float a, float b) {
 // (NaN-ignoring, as format::fmax_nan_ignoring): about half the SASS of the format:: calls, whose
 // branchy conversions sat on the MoE epilogues' dependent chains (H200 session 21: the round trip was
 // 2.5 us of per-entry kernel A at Mixtral-8x7B T = 1, 1792 CTAs). Bit-identical to the format:: recipe.
-template <int N, int kLaneStride = 1>
+// kStepSum = false: each element through format::nvfp4_encode_element and e2m1_to_float instead (the
+// same bits; kept where the step sum's registers made a kernel spill: per-entry kernel A's expert
+// slices).
+template <int N, int kLaneStride = 1, bool kStepSum = true>
 __device__ __forceinline__ void nvfp4_exact_roundtrip_lanes(float (&x)[N],
                                                             const quant::Nvfp4ScaleConst<QuantNumerics::kExact>& c) {
   static_assert(N == 1 || N == 2 || N == 4 || N == 8 || N == 16, "a power of two up to 16");
@@ -117,21 +147,51 @@ __device__ __forceinline__ void nvfp4_exact_roundtrip_lanes(float (&x)[N],
   float amax = 0.0f;
 #pragma unroll
   for (int i = 0; i < N; ++i) amax = max_ignoring_nan(amax, format::abs_f(x[i]));
-#pragma unroll
-  for (int o = kLaneStride; o < (16 / N) * kLaneStride; o <<= 1) amax = max_ignoring_nan(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  amax = block_amax_lanes<N, kLaneStride>(amax);
   const format::BlockScale bs = quant::nvfp4_block_scale_dev<QuantNumerics::kExact>(amax, c);
-  // The decoded scale as format::e4m3_to_float gives it (0x7F / 0xFF: its NaN, not the f16 one).
-  const float sf = (bs.sf & 0x7fu) == 0x7fu ? format::e4m3_to_float(bs.sf) : quant::e4m3_decode_hw(bs.sf);
+  const float sf = nvfp4_decoded_scale(bs.sf);
 #pragma unroll
   for (int i = 0; i < N; ++i) {
-    const uint32_t code = format::nvfp4_encode_element(x[i], bs, QuantNumerics::kExact);
-    x[i] = __fmul_rn(format::e2m1_to_float(code), sf);
+    if constexpr (kStepSum) {
+      x[i] = nvfp4_exact_element_roundtrip(x[i], bs.factor, sf);
+    } else {
+      const uint32_t code = format::nvfp4_encode_element(x[i], bs, QuantNumerics::kExact);
+      x[i] = __fmul_rn(format::e2m1_to_float(code), sf);
+    }
   }
 }
 
 template <int N, int kLaneStride = 1>
 __device__ __forceinline__ void nvfp4_exact_roundtrip_lanes(float (&x)[N], float gs) {
   nvfp4_exact_roundtrip_lanes<N, kLaneStride>(x, quant::nvfp4_scale_const<QuantNumerics::kExact>(gs));
+}
+
+// The block factor of quant::nvfp4_block_scale_dev<kExact> for global scale gs and a nonzero block whose
+// scale byte is b (< 0x80: the byte of a non-negative amax): min(1 / (E4M3(b) * (1/gs)), FLT_MAX), a
+// NaN giving FLT_MAX. A kernel whose blocks share gs tabulates the 128 bytes once (one division per
+// thread, off its tail) and its round trips look the factor up instead of dividing.
+__device__ __forceinline__ float nvfp4_exact_factor_of_byte(uint32_t b, float gs) {
+  const float inv = format::div_rn(1.0f, format::mul_rn(quant::e4m3_decode_hw(b), format::div_rn(1.0f, gs)));
+  return inv < FLT_MAX ? inv : FLT_MAX;
+}
+constexpr int kNvfp4FactorTableSize = 128;
+
+// nvfp4_exact_roundtrip_lanes with the factor from a table of nvfp4_exact_factor_of_byte (shared memory,
+// kNvfp4FactorTableSize entries) for the same gs; a = quant::nvfp4_scale_const(gs).a = gs * (1/6).
+// Bit-identical to the divided factor: the scale byte is the same, and so is its table entry.
+template <int N, int kLaneStride = 1>
+__device__ __forceinline__ void nvfp4_exact_roundtrip_lanes_table(float (&x)[N], float a, const float* factor_table) {
+  static_assert(N == 1 || N == 2 || N == 4 || N == 8 || N == 16, "a power of two up to 16");
+  static_assert(kLaneStride >= 1 && (16 / N) * kLaneStride <= 32, "the block's lanes lie in one warp");
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < N; ++i) amax = max_ignoring_nan(amax, format::abs_f(x[i]));
+  amax = block_amax_lanes<N, kLaneStride>(amax);
+  const uint32_t sf = quant::e4m3_encode_hw(amax != 0.0f ? format::mul_rn(amax, a) : 0.0f);
+  const float factor = amax != 0.0f ? factor_table[sf & 0x7fu] : 0.0f;
+  const float sfq = nvfp4_decoded_scale(sf);
+#pragma unroll
+  for (int i = 0; i < N; ++i) x[i] = nvfp4_exact_element_roundtrip(x[i], factor, sfq);
 }
 
 // 16 E2M1 codes (8 bytes, element 2j in the low nibble of byte j) times an E4M3 scale byte, stored as

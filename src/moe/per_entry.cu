@@ -216,7 +216,8 @@ __device__ __forceinline__ void stream_groups(Regs& regs, int j, int j_end, Load
 // x[t] -> shared memory as the FC1 input of the contract (16-bit), 16 elements per thread and step.
 // The CTA does trips part, part + parts, ... of kThreads threads (per_entry_stage_x_kernel spreads
 // a row's trips over CTAs; kernel A stages whole rows: part 0 of 1).
-template <bool kBF16, GatherMode kMode>
+// kStepSum: nvfp4_exact_roundtrip_lanes's (moe_device.cuh).
+template <bool kBF16, GatherMode kMode, bool kStepSum = true>
 __device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, uint16_t* xs, int part = 0,
                                         int parts = 1) {
   const int blocks = a.hidden / 16;
@@ -236,7 +237,7 @@ __device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, ui
       const uint4 v = live ? __ldg(reinterpret_cast<const uint4*>(src + h * 8)) : make_uint4(0u, 0u, 0u, 0u);
       const auto c = quant::nvfp4_scale_const<QuantNumerics::kExact>(__ldg(gs));
       unpack8<kBF16>(v, x);
-      nvfp4_exact_roundtrip_lanes<8>(x, c);
+      nvfp4_exact_roundtrip_lanes<8, 1, kStepSum>(x, c);
       if (live) *reinterpret_cast<uint4*>(xs + h * 8) = pack8<kBF16>(x);
       return;
     }
@@ -247,7 +248,7 @@ __device__ __forceinline__ void stage_x(const PerEntryArgs& a, int t, int le, ui
       const bool live = h < 2 * blocks;
       float x[8] = {};
       if (live) unpack8<kBF16>(__ldg(reinterpret_cast<const uint4*>(src + h * 8)), x);
-      nvfp4_exact_roundtrip_lanes<8>(x, c);
+      nvfp4_exact_roundtrip_lanes<8, 1, kStepSum>(x, c);
       if (live) *reinterpret_cast<uint4*>(xs + h * 8) = pack8<kBF16>(x);
     }
   } else {
@@ -317,6 +318,13 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
   extern __shared__ uint4 x_smem[];  // [a.group][H] 16-bit
   __shared__ float part[kWarps][2][kG][16];
   __shared__ int members_s[kG];
+  // W4A4: the epilogue's block factors for fc2_act_global, one per scale byte, tabulated while the
+  // first weights are in flight, so its tail has no division (H100 session 31, with the step-sum round
+  // trip: W4A4 T = 1..4 up to -4 %). Not with kGroup, whose staging of several rows is at the register
+  // bound: the table and the step sum took its spills from 4 to 52 bytes (fi-32 / Mixtral T = 2
+  // +0.4..+0.7 %); it keeps the code it had.
+  constexpr bool kFactorTable = kMode != GatherMode::kCopy && !kGroup;
+  __shared__ float fc2_factor[kFactorTable ? kNvfp4FactorTableSize : 1];
   // First kernel of the layer with MoeParams::enable_pdl: the previous kernel may still read h and
   // write the routing and x (a no-op otherwise). Waiting BEFORE the trigger matters: kernel B reads
   // the routing before its own wait. Behind per_entry_stage_x_kernel (a.xq set) that kernel has
@@ -368,7 +376,7 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
   // The epilogue's scalars, requested now rather than after the last barrier (one L2 latency less
   // on the tail of the kernel that kernel B waits for).
   float alpha = 0.0f, fc2_gs = 0.0f;
-  if (2 * warp < members) {  // the epilogue's warps (two tokens each)
+  if (kFactorTable || 2 * warp < members) {  // the epilogue's warps (two tokens each), and the table's
     alpha = __ldg(a.alpha1 + le);
     if constexpr (kMode != GatherMode::kCopy) fc2_gs = __ldg(a.fc2_act_global + (a.per_expert ? le : 0));
   }
@@ -376,7 +384,7 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
   auto stage_entry = [&](int e, uint16_t* dst) {
     const int te = e / a.top_k;
     if (staged) copy_row(a.xq + int64_t(a.per_expert ? e : te) * a.hidden, dst, a.hidden);
-    else stage_x<kBF16, kMode>(a, te, le, dst);
+    else stage_x<kBF16, kMode, !kGroup>(a, te, le, dst);
   };
   uint16_t* xs = reinterpret_cast<uint16_t*>(x_smem);
   if constexpr (kGroup) __syncthreads();  // members_s
@@ -386,6 +394,8 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
   } else {
     stage_entry(entry, xs);
   }
+  if constexpr (kFactorTable)
+    if (threadIdx.x < kNvfp4FactorTableSize) fc2_factor[threadIdx.x] = nvfp4_exact_factor_of_byte(threadIdx.x, fc2_gs);
   __syncthreads();
 
   // This lane's B column: token min(lane / 4, members - 1) of the slice (columns past the slice
@@ -396,10 +406,10 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
       regs, j_begin, j_end,
       [&](Fc1Regs<kUA>& r, int j) { load_fc1<kUA>(r, codes, scales, up_tile, gate_tile, kc, j, j_end, lane); },
       [&](const Fc1Regs<kUA>& r, int j) { compute_fc1<T, kUA>(r, xs32, j, j_end, lane & 3, acc); });
-  // W4A4: the terms of fc2_gs alone (1/gs: a division) computed while the other warps finish, not on
-  // the epilogue's chain below.
+  // kGroup W4A4: the terms of fc2_gs alone (1/gs: a division) computed while the other warps finish,
+  // not on the epilogue's chain below.
   quant::Nvfp4ScaleConst<QuantNumerics::kExact> c2{};
-  if constexpr (kMode != GatherMode::kCopy)
+  if constexpr (kMode != GatherMode::kCopy && !kFactorTable)
     if (2 * warp < members) c2 = quant::nvfp4_scale_const<QuantNumerics::kExact>(fc2_gs);
   {  // c[e] = row g, c[2 + e] = row g + 8, both of column (token) 2 (lane & 3) + e
     const int g = lane >> 2;
@@ -433,7 +443,8 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
     }
     if constexpr (kMode != GatherMode::kCopy) {  // W4A4: the 16-bit h quantized with fc2_act_global
       h[0] = act_to_float<kBF16>(float_to_act<kBF16>(h[0]));
-      nvfp4_exact_roundtrip_lanes<1>(h, c2);
+      if constexpr (kFactorTable) nvfp4_exact_roundtrip_lanes_table<1>(h, format::mul_rn(fc2_gs, 1.0f / 6.0f), fc2_factor);
+      else nvfp4_exact_roundtrip_lanes<1, 1, false>(h, c2);
     }
     if (tok < members)  // rounds: r16(h)
       a.h[int64_t(kGroup ? members_s[tok] : entry) * a.inter + int64_t(blockIdx.x) * 16 + r] =

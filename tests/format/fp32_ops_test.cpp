@@ -66,6 +66,20 @@ TEST(E2M1, PackingNibbleOrder) {
   EXPECT_EQ(float_to_e2m1(-INFINITY), 15u);
 }
 
+// The step sum (the MoE epilogues' round trip) equals the decoded code: every float in [0.125, 8]
+// (where all thresholds lie), then both sides of that range, infinity and NaNs.
+TEST(E2M1, RoundMagnitudeEqualsDecodedCode) {
+  auto check = [](uint32_t bits) {
+    const float a = bits_float(bits);
+    const float want = e2m1_magnitude(e2m1_magnitude_code(a));
+    ASSERT_EQ(float_bits(e2m1_round_magnitude(a)), float_bits(want)) << std::hexfloat << a;
+  };
+  for (uint32_t b = float_bits(0.125f); b <= float_bits(8.0f); ++b) check(b);
+  for (uint32_t b = 0; b < float_bits(0.125f); b += 4099) check(b);
+  for (uint32_t b = float_bits(8.0f); b < 0x7f800000u; b += 4099) check(b);
+  for (uint32_t b : {0u, 1u, 0x7f7fffffu, 0x7f800000u, 0x7f800001u, 0x7fc00000u, 0x7fffffffu}) check(b);
+}
+
 }  // namespace
 
 namespace {
