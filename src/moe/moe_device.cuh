@@ -93,16 +93,21 @@ __device__ __forceinline__ float max_ignoring_nan(float a, float b) {
 }
 
 // ---- NVFP4 (kExact) quantize + exact decode of one block of 16 ------------------------------------
-// The amax of a block spread over 16 / N aligned lanes kLaneStride apart, from each lane's own max
-// (non-negative, not NaN: max.f32 from +0 ignores NaNs): max.f32 of butterfly shuffles. (One
-// redux.sync.max.u32 over the group's lanes instead, on the floats' bits, was bit-identical and 0-2 %
-// slower on the H100's per-entry W4A4 MoE: ptxas serializes a redux whose mask differs between lanes.)
+// The amax of a block spread over 16 / N aligned lanes kLaneStride apart, N elements each: each lane's
+// max.f32 from +0 (NaNs ignored), then max.f32 of butterfly shuffles. (One redux.sync.max.u32 over the
+// block's lanes instead, on the floats' bits, was bit-identical and 0-2 % slower on the H100's
+// per-entry W4A4 MoE: ptxas serializes a redux whose member mask differs between lanes.)
 template <int N, int kLaneStride>
-__device__ __forceinline__ float block_amax_lanes(float own) {
+__device__ __forceinline__ float block_amax_lanes(const float (&x)[N]) {
+  static_assert(N == 1 || N == 2 || N == 4 || N == 8 || N == 16, "a power of two up to 16");
+  static_assert(kLaneStride >= 1 && (16 / N) * kLaneStride <= 32, "the block's lanes lie in one warp");
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < N; ++i) amax = max_ignoring_nan(amax, format::abs_f(x[i]));
 #pragma unroll
   for (int o = kLaneStride; o < (16 / N) * kLaneStride; o <<= 1)
-    own = max_ignoring_nan(own, __shfl_xor_sync(0xffffffffu, own, o));
-  return own;
+    amax = max_ignoring_nan(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  return amax;
 }
 
 // x <- e2m1(encode(x * factor)) * sf for one element: float_to_e2m1 and e2m1_to_float, with the
@@ -142,12 +147,7 @@ __device__ __forceinline__ float nvfp4_decoded_scale(uint32_t sf) {
 template <int N, int kLaneStride = 1, bool kStepSum = true>
 __device__ __forceinline__ void nvfp4_exact_roundtrip_lanes(float (&x)[N],
                                                             const quant::Nvfp4ScaleConst<QuantNumerics::kExact>& c) {
-  static_assert(N == 1 || N == 2 || N == 4 || N == 8 || N == 16, "a power of two up to 16");
-  static_assert(kLaneStride >= 1 && (16 / N) * kLaneStride <= 32, "the block's lanes lie in one warp");
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < N; ++i) amax = max_ignoring_nan(amax, format::abs_f(x[i]));
-  amax = block_amax_lanes<N, kLaneStride>(amax);
+  const float amax = block_amax_lanes<N, kLaneStride>(x);
   const format::BlockScale bs = quant::nvfp4_block_scale_dev<QuantNumerics::kExact>(amax, c);
   const float sf = nvfp4_decoded_scale(bs.sf);
 #pragma unroll
@@ -181,12 +181,7 @@ constexpr int kNvfp4FactorTableSize = 128;
 // Bit-identical to the divided factor: the scale byte is the same, and so is its table entry.
 template <int N, int kLaneStride = 1>
 __device__ __forceinline__ void nvfp4_exact_roundtrip_lanes_table(float (&x)[N], float a, const float* factor_table) {
-  static_assert(N == 1 || N == 2 || N == 4 || N == 8 || N == 16, "a power of two up to 16");
-  static_assert(kLaneStride >= 1 && (16 / N) * kLaneStride <= 32, "the block's lanes lie in one warp");
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < N; ++i) amax = max_ignoring_nan(amax, format::abs_f(x[i]));
-  amax = block_amax_lanes<N, kLaneStride>(amax);
+  const float amax = block_amax_lanes<N, kLaneStride>(x);
   const uint32_t sf = quant::e4m3_encode_hw(amax != 0.0f ? format::mul_rn(amax, a) : 0.0f);
   const float factor = amax != 0.0f ? factor_table[sf & 0x7fu] : 0.0f;
   const float sfq = nvfp4_decoded_scale(sf);
