@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 31 run 5 (the machine of run 4, warm): the four acceptance benchmarks of gpu-check's
-# BENCH=acceptance, run with run 4's fp4kit_shfl (= the landed code: SASS of the whole binary identical),
+# BENCH=acceptance, run with run 4's fp4kit_shfl (the landed code except the expert-slice kernels, which
+# HEAD keeps as in fabcf61),
 # judged here by scripts/acceptance.py (Marlin figures: ../shared/baselines).
 set -u; R=$OUT/acc; mkdir -p $R; F=/tmp/fp4kit_shfl; [ -x $F ] || { xz -dc gpu-bin/s31c/fp4kit_shfl.xz > $F; chmod +x $F; }; nvidia-smi --query-gpu=name --format=csv,noheader; T0=$SECONDS
 timeout 60 $F bench gemm --shapes all --m 1,2,3,4,5,6,8,9,12,16 --mode both --graph --pdl --target-ms 30 --csv --output $R/accept_gemm_small.csv > $R/gemm_small.log 2>&1; echo "gemm_small rc=$? $((SECONDS-T0)) s"
