@@ -84,9 +84,6 @@ constexpr float kDecodeMul = gemm_impl::kWeightDecodeScale;
 // Launch kernel B with programmatic dependent launch (its first weight loads overlap kernel A). With
 // false, B starts after A has finished, as an ordinary stream-ordered launch (same results).
 constexpr bool kUsePdl = true;
-// W4A4: precompute the FC1 input once (per_entry_stage_x_kernel) when the per-CTA staging it saves,
-// entries x (I / 16) CTAs x H elements, reaches this (prestage_fc1_input).
-constexpr int64_t kPrestageMinWork = 640 * 1024;
 
 struct PerEntryArgs {
   int tokens = 0, top_k = 0, num_experts = 0, e_begin = 0, e_local = 0;
@@ -634,8 +631,7 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
 template <bool kBF16, GatherMode kMode>
 Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, int sms, cudaStream_t stream) {
   if constexpr (kMode != GatherMode::kCopy) {
-    const int64_t staging = int64_t(a.tokens) * a.top_k * (a.inter / 16) * a.hidden;
-    if (staging >= kPrestageMinWork) {
+    if (per_entry_prestages(a.tokens, a.top_k, a.inter, a.hidden)) {
       const int rows = a.per_expert ? a.tokens * a.top_k : a.tokens;
       // Trips of kThreads threads per row: 8 elements per thread when quantizing, 16 when decoding.
       const int trips = int((a.hidden / (kMode == GatherMode::kQuantize ? 8 : 16) + kThreads - 1) / kThreads);

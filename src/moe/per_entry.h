@@ -52,6 +52,14 @@ constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int sm_coun
 // repeats the slice search only delays each short CTA (H200 session 21 run 4, per-entry graph us,
 // slices vs one entry per CTA: Mixtral T = 2 / 4 / 8 104.2 / 226.2 / 329.8 vs 115.0 / 238.0 / 466.5;
 // Qwen3.6 T = 2 / 4 17.2 / 31.5 vs 14.6 / 26.7, Qwen3-30B T = 4 42.4 vs 35.2).
+// W4A4: the FC1 input is computed once by per_entry_stage_x_kernel before kernel A when the per-CTA
+// staging that saves (T·k entries x I/16 CTAs x H elements) reaches kPrestageMinWork (per_entry.cu has
+// the measurements).
+constexpr int64_t kPrestageMinWork = 640 * 1024;
+constexpr bool per_entry_prestages(int64_t tokens, int64_t top_k, int64_t inter, int64_t hidden) {
+  return tokens * top_k * (inter / 16) * hidden >= kPrestageMinWork;
+}
+
 // Each CTA finds its slice by scanning the T·k routing ids: not beyond kPerEntryMaxSliceScan entries
 // (a forced per-entry path at large T keeps one entry per CTA).
 constexpr int64_t kPerEntryMaxSliceScan = 256;

@@ -26,6 +26,7 @@
 #include "fp4kit/reference.h"
 #include "moe/fused_decode.h"
 #include "moe/moe_path.h"
+#include "moe/per_entry.h"  // per_entry_prestages
 
 using namespace fp4kit;
 
@@ -425,6 +426,29 @@ TEST(MoeGpu, W4A4MatchesReference) {
     g.fp4_input = true;
     g.per_expert_globals = true;
     run_case(g, seed++);
+    if (HasFailure()) return;
+  }
+}
+
+// The per-entry W4A4 staging kernel (per_entry_stage_x_kernel: the FC1 input computed once per row
+// before kernel A) runs only past kPrestageMinWork, which the shapes above do not reach: 16-bit input
+// (quantized), NVFP4 input (decoded), per-expert global scales (a row per entry), and expert slices
+// (T = 2 with 8 experts) reading the staged rows.
+TEST(MoeGpu, PerEntryPrestagedInput) {
+  FP4KIT_REQUIRE_SM90A();
+  uint32_t seed = 2500;
+  for (int64_t T : {1, 2}) {
+    Config c{T, 2560, 512, 8, 8, 1, 0, MoeMode::kW4A4, DType::kBF16};
+    c.path = MoePath::kPerEntry;
+    ASSERT_TRUE(moe_impl::per_entry_prestages(c.T, c.k, c.I, c.H));
+    run_case(c, seed++);
+    Config q = c;
+    q.fp4_input = true;
+    q.act = DType::kFP16;
+    run_case(q, seed++);
+    Config e = c;
+    e.per_expert_globals = true;
+    run_case(e, seed++);
     if (HasFailure()) return;
   }
 }

@@ -215,6 +215,17 @@ TEST(MoePath, AutoRule) {
   EXPECT_FALSE(moe_impl::per_entry_supported(8192, 8, 2048));  // T * k > 65535
 }
 
+// W4A4's staging kernel runs where per-CTA staging would be large (src/moe/per_entry.h).
+TEST(MoePath, PerEntryPrestageRule) {
+  using moe_impl::per_entry_prestages;  // (T, k, I, H)
+  EXPECT_TRUE(per_entry_prestages(1, 8, 2048, 7168));   // DeepSeek-V3 T = 1
+  EXPECT_TRUE(per_entry_prestages(4, 8, 256, 7168));    // fi-256 T = 4
+  EXPECT_TRUE(per_entry_prestages(2, 8, 768, 2048));    // Qwen3-30B T = 2
+  EXPECT_FALSE(per_entry_prestages(1, 8, 512, 2048));   // Qwen3.6 T = 1: kernel A stages x itself
+  EXPECT_TRUE(per_entry_prestages(1, 8, 512, 2560));    // exactly 640 Ki elements
+  EXPECT_FALSE(per_entry_prestages(1, 8, 512, 2496));
+}
+
 // The per-entry kernels' rolling load groups (src/moe/per_entry.h), at the presets they were measured
 // on (H200, 132 SMs; docs/PERF.md session 20): kernel A's grid is I/16 x T*k CTAs, kernel B's rows are
 // I/64 chunks long.
