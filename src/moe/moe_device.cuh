@@ -171,8 +171,7 @@ __device__ __forceinline__ void nvfp4_exact_roundtrip_lanes(float (&x)[N], float
 // NaN giving FLT_MAX. A kernel whose blocks share gs tabulates the 128 bytes once (one division per
 // thread, off its tail) and its round trips look the factor up instead of dividing.
 __device__ __forceinline__ float nvfp4_exact_factor_of_byte(uint32_t b, float gs) {
-  const float inv = format::div_rn(1.0f, format::mul_rn(quant::e4m3_decode_hw(b), format::div_rn(1.0f, gs)));
-  return inv < FLT_MAX ? inv : FLT_MAX;
+  return quant::nvfp4_exact_factor_dev(quant::e4m3_decode_hw(b), format::div_rn(1.0f, gs));
 }
 constexpr int kNvfp4FactorTableSize = 128;
 
@@ -182,7 +181,7 @@ constexpr int kNvfp4FactorTableSize = 128;
 template <int N, int kLaneStride = 1>
 __device__ __forceinline__ void nvfp4_exact_roundtrip_lanes_table(float (&x)[N], float a, const float* factor_table) {
   const float amax = block_amax_lanes<N, kLaneStride>(x);
-  const uint32_t sf = quant::e4m3_encode_hw(amax != 0.0f ? format::mul_rn(amax, a) : 0.0f);
+  const uint32_t sf = quant::nvfp4_exact_scale_byte_dev(amax, a);
   const float factor = amax != 0.0f ? factor_table[sf & 0x7fu] : 0.0f;
   const float sfq = nvfp4_decoded_scale(sf);
 #pragma unroll

@@ -61,6 +61,18 @@ __device__ __forceinline__ Nvfp4ScaleConst<kMode> nvfp4_scale_const(float S) {
   return c;
 }
 
+// kExact's two halves: the scale byte of a block (a = S * (1/6)), and the factor of a nonzero block
+// whose decoded scale byte is sfq (inv_s = 1/S): min(1 / (sfq * inv_s), FLT_MAX), a NaN giving
+// FLT_MAX. Separate so that a kernel whose blocks share S can tabulate the factor per scale byte
+// (moe_device.cuh).
+__device__ __forceinline__ uint32_t nvfp4_exact_scale_byte_dev(float amax, float a) {
+  return e4m3_encode_hw((amax != 0.0f) ? format::mul_rn(amax, a) : 0.0f);
+}
+__device__ __forceinline__ float nvfp4_exact_factor_dev(float sfq, float inv_s) {
+  const float inv = format::div_rn(1.0f, format::mul_rn(sfq, inv_s));
+  return inv < FLT_MAX ? inv : FLT_MAX;
+}
+
 // == format::nvfp4_block_scale(amax, c.S, kMode) (see the file comment).
 template <QuantNumerics kMode>
 __device__ __forceinline__ format::BlockScale nvfp4_block_scale_dev(float amax, const Nvfp4ScaleConst<kMode>& c) {
@@ -71,11 +83,9 @@ __device__ __forceinline__ format::BlockScale nvfp4_block_scale_dev(float amax, 
     const float sfq = e4m3_decode_hw(r.sf);
     r.factor = (amax != 0.0f) ? format::rcp_approx_ftz(format::mul_ftz(sfq, c.b)) : 0.0f;
   } else if constexpr (kMode == QuantNumerics::kExact) {
-    const float sf_value = (amax != 0.0f) ? format::mul_rn(amax, c.a) : 0.0f;
-    r.sf = uint8_t(e4m3_encode_hw(sf_value));
-    const float sfq = e4m3_decode_hw(r.sf);
-    const float inv = format::div_rn(1.0f, format::mul_rn(sfq, c.b));
-    r.factor = (amax != 0.0f) ? (inv < FLT_MAX ? inv : FLT_MAX) : 0.0f;
+    r.sf = uint8_t(nvfp4_exact_scale_byte_dev(amax, c.a));
+    const float factor = nvfp4_exact_factor_dev(e4m3_decode_hw(r.sf), c.b);  // unconditionally: no branch
+    r.factor = (amax != 0.0f) ? factor : 0.0f;
   } else {
     float s = format::div_rn(amax, c.a);
     if (s == 0.0f) s = 1.0f;
