@@ -532,6 +532,9 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     // DeepSeek-V3 T=256 3072 vs 3614, Qwen3.6 T=256 305 vs 333, fi-32 T=64 434 vs 474. On the
     // 128-token tiles (MoE T = 4096: ~128 +- 11 rows per expert leave half the experts a short second
     // tile) the same branch lost: FC1 fi-256 570 -> 690 us, Qwen3.6 358 -> 368 (ncu), so it is off there.
+    // (Session 32, on the 144-token tile: ptxas ends the branch with a no-op wgmma batch, so each
+    // stage's wait_group 1 waits for the batch just issued; a copy of the loop per width avoids that
+    // but gained nothing measurable: docs/wip/grouped-144-*.patch.)
     constexpr bool kNarrow = G && BM == 64;
     const int wg = (threadIdx.x >> 7) - 1;  // 0 or 1
     const int wwarp = warp & 3;             // warp within the warpgroup
