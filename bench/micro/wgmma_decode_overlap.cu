@@ -11,6 +11,7 @@
 // per cent, in every arrangement here: the same warps, different warpgroups of one CTA (roles split),
 // RS or SS wgmma, 2 or 4 warpgroups (integer-only and FP32-multiply decodes, measured with a
 // prototype of this file, behaved the same: docs/perf/h100_2026-11-23_s13_wgmma_decode_overlap.txt).
+// That is at N = 32; from N = 128 on the decode hides under the batch (fp4kit_micro_wgmma_width).
 //
 // Usage: fp4kit_micro_overlap [iterations]   (needs an sm_90 GPU; no arguments needed)
 #include <cuda_bf16.h>

@@ -6,8 +6,13 @@
 // set; micro_harness.cuh). Prints ns per stage for N = 16 .. 256 and the tensor-only time per token.
 //
 // Question behind it (session 32, docs/PERF.md): the grouped 128x144 tile run at N = 128 for half its
-// tiles and 16 for the overflow tiles (~12 % less tensor work) gained 0..3 % on MoE T = 4096. If
+// tiles and 16 for the overflow tiles (~11 % less tensor work) gained 0..3 % on MoE T = 4096. If
 // wgmma time were proportional to N, it should have gained more.
+//
+// Finding (H200, session 32 run 4, docs/GEMM.md "Decode and wgmma do not overlap"): the wgmma time is
+// linear in N from 64 on (2.25-2.37 ns per token and stage), and the decode adds ~100 ns at N = 16..32,
+// ~70 ns at 64 and 0-6 ns from 128 on: it hides under a long wgmma batch. So the padding was not what
+// set the MoE tiles' time either (ncu: their tensor-busy time fell 8 %, their duration 2 %).
 //
 // Usage: fp4kit_micro_wgmma_width [iterations]   (needs an sm_90 GPU; no arguments needed)
 #include <cuda_bf16.h>
