@@ -10,9 +10,9 @@
 // wgmma time were proportional to N, it should have gained more.
 //
 // Finding (H200, session 32 run 4, docs/GEMM.md "Decode and wgmma do not overlap"): the wgmma time is
-// linear in N from 64 on (2.25-2.37 ns per token and stage), and the decode adds ~100 ns at N = 16..32,
-// ~70 ns at 64 and 0-6 ns from 128 on: it hides under a long wgmma batch. So the padding was not what
-// set the MoE tiles' time either (ncu: their tensor-busy time fell 8 %, their duration 2 %).
+// linear in N from 32 on (2.22-2.37 ns per token and stage), and the decode adds 96-123 ns at N = 16..32,
+// ~70 ns at 64 and 0-6 ns from 128 on: it hides under a long wgmma batch. Yet the MoE tiles' time was
+// not set by their tensor work either (ncu: FC1's tensor-busy time fell 8 %, its duration 2 %).
 //
 // Usage: fp4kit_micro_wgmma_width [iterations]   (needs an sm_90 GPU; no arguments needed)
 #include <cuda_bf16.h>
