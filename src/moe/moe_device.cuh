@@ -171,17 +171,18 @@ __device__ __forceinline__ void nvfp4_exact_roundtrip_lanes(float (&x)[N], float
 // NaN giving FLT_MAX. A kernel whose blocks share gs tabulates the 128 bytes once (one division per
 // thread, off its tail) and its round trips look the factor up instead of dividing.
 __device__ __forceinline__ float nvfp4_exact_factor_of_byte(uint32_t b, float gs) {
-  return quant::nvfp4_exact_factor_dev(quant::e4m3_decode_hw(b), format::div_rn(1.0f, gs));
+  return quant::nvfp4_exact_factor_dev(quant::e4m3_decode_hw(b), quant::nvfp4_scale_const<QuantNumerics::kExact>(gs).b);
 }
 constexpr int kNvfp4FactorTableSize = 128;
 
 // nvfp4_exact_roundtrip_lanes with the factor from a table of nvfp4_exact_factor_of_byte (shared memory,
-// kNvfp4FactorTableSize entries) for the same gs; a = quant::nvfp4_scale_const(gs).a = gs * (1/6).
+// kNvfp4FactorTableSize entries) for the same global scale (only c.a is read here).
 // Bit-identical to the divided factor: the scale byte is the same, and so is its table entry.
 template <int N, int kLaneStride = 1>
-__device__ __forceinline__ void nvfp4_exact_roundtrip_lanes_table(float (&x)[N], float a, const float* factor_table) {
+__device__ __forceinline__ void nvfp4_exact_roundtrip_lanes_table(
+    float (&x)[N], const quant::Nvfp4ScaleConst<QuantNumerics::kExact>& c, const float* factor_table) {
   const float amax = block_amax_lanes<N, kLaneStride>(x);
-  const uint32_t sf = quant::nvfp4_exact_scale_byte_dev(amax, a);
+  const uint32_t sf = quant::nvfp4_exact_scale_byte_dev(amax, c.a);
   const float factor = amax != 0.0f ? factor_table[sf & 0x7fu] : 0.0f;
   const float sfq = nvfp4_decoded_scale(sf);
 #pragma unroll

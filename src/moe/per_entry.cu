@@ -440,8 +440,10 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
     }
     if constexpr (kMode != GatherMode::kCopy) {  // W4A4: the 16-bit h quantized with fc2_act_global
       h[0] = act_to_float<kBF16>(float_to_act<kBF16>(h[0]));
-      if constexpr (kFactorTable) nvfp4_exact_roundtrip_lanes_table<1>(h, format::mul_rn(fc2_gs, 1.0f / 6.0f), fc2_factor);
-      else nvfp4_exact_roundtrip_lanes<1, 1, false>(h, c2);
+      if constexpr (kFactorTable)
+        nvfp4_exact_roundtrip_lanes_table<1>(h, quant::nvfp4_scale_const<QuantNumerics::kExact>(fc2_gs), fc2_factor);
+      else
+        nvfp4_exact_roundtrip_lanes<1, 1, false>(h, c2);
     }
     if (tok < members)  // rounds: r16(h)
       a.h[int64_t(kGroup ? members_s[tok] : entry) * a.inter + int64_t(blockIdx.x) * 16 + r] =

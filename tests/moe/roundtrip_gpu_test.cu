@@ -37,9 +37,10 @@ __global__ void roundtrip_kernel(float* x, const float* gs) {
   for (int i = 0; i < N; ++i) v[i] = x[(int64_t(warp) * 32 + lane) * N + i];
   if constexpr (kTable) {
     float* t = table[threadIdx.x >> 5];
+    const auto c = quant::nvfp4_scale_const<QuantNumerics::kExact>(g);
     for (int b = lane; b < kNvfp4FactorTableSize; b += 32) t[b] = nvfp4_exact_factor_of_byte(uint32_t(b), g);
     __syncwarp();
-    nvfp4_exact_roundtrip_lanes_table<N, kStride>(v, format::mul_rn(g, 1.0f / 6.0f), t);
+    nvfp4_exact_roundtrip_lanes_table<N, kStride>(v, c, t);
   } else {
     nvfp4_exact_roundtrip_lanes<N, kStride>(v, g);
   }
