@@ -38,16 +38,24 @@ FP4KIT_HD uint32_t float_to_e2m1(float y) {
 }
 
 // e2m1_magnitude(e2m1_magnitude_code(a)): the grid value |y| rounds to (RNE, saturating at 6; NaN and
-// every a <= 0.25 give 0), as a sum of the grid's steps that `a` passes (0.5 four times, then 1, 1 and
-// 2): each comparison is independent of the others and every partial sum is exact, so on a GPU the
-// dependent chain is a compare, a select and three adds (the code's sum and its decode were one
-// chain of ~15 instructions; the MoE epilogues round-trip h through NVFP4 on their tails).
+// every a <= 0.25 give 0). The grid's spacing is 0.5 below 2, 1 below 4 and 2 above, so adding and
+// subtracting 1.5 * 2^(23 + log2 spacing) — whose FP32 ulp is that spacing — rounds `a` to it with the
+// FPU's round-to-nearest-even, and the even multiple of the spacing is the even code (the offsets are
+// even multiples of it): 0.25 -> 0, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4. Then min(., 6); NaN (and a
+// negative a) is mapped to 0 first (max with 0, ignoring NaN), Inf stays Inf through the two adds. 8 instructions on a GPU
+// (the MoE epilogues and the large-batch W4A4 round trips run it per element; a sum of the grid's
+// seven steps, the previous form, was 20).
 FP4KIT_HD float e2m1_round_magnitude(float a) {
-  const float s0 = (a > 0.25f ? 0.5f : 0.0f) + (a >= 0.75f ? 0.5f : 0.0f);
-  const float s1 = (a > 1.25f ? 0.5f : 0.0f) + (a >= 1.75f ? 0.5f : 0.0f);
-  const float s2 = (a > 2.5f ? 1.0f : 0.0f) + (a >= 3.5f ? 1.0f : 0.0f);
-  const float s3 = a > 5.0f ? 2.0f : 0.0f;
-  return (s0 + s1) + (s2 + s3);
+#if defined(__CUDA_ARCH__)
+  const float b = fmaxf(a, 0.0f);  // max.f32: a NaN operand is ignored
+  const float m = b < 2.0f ? 0x1.8p22f : (b < 4.0f ? 0x1.8p23f : 0x1.8p24f);
+  return fminf(__fsub_rn(__fadd_rn(b, m), m), 6.0f);
+#else
+  const float b = is_nan(a) || a < 0.0f ? 0.0f : a;
+  const float m = b < 2.0f ? 0x1.8p22f : (b < 4.0f ? 0x1.8p23f : 0x1.8p24f);
+  const float r = (b + m) - m;
+  return r < 6.0f ? r : 6.0f;
+#endif
 }
 
 // ModelOpt's convention: sign bit set iff y < 0 (so -0.0 gives 0x0, -0.1 gives 0x8).

@@ -111,8 +111,8 @@ __device__ __forceinline__ float block_amax_lanes(const float (&x)[N]) {
 }
 
 // x <- e2m1(encode(x * factor)) * sf for one element: float_to_e2m1 and e2m1_to_float, with the
-// magnitude as format::e2m1_round_magnitude's step sum and the code's sign bit (y's, + for NaN) or'ed
-// in: the same bits, a shorter dependent chain.
+// magnitude from format::e2m1_round_magnitude (the FPU's own rounding on the E2M1 grid) and the
+// code's sign bit (y's, + for NaN) or'ed in: the same bits, fewer instructions, a shorter chain.
 __device__ __forceinline__ float nvfp4_exact_element_roundtrip(float x, float factor, float sf) {
   const float y = format::mul_rn(x, factor);
   const uint32_t sign = format::is_nan(y) ? 0u : format::float_bits(y) & 0x80000000u;
@@ -142,8 +142,9 @@ __device__ __forceinline__ float nvfp4_decoded_scale(uint32_t sf) {
 // branchy conversions sat on the MoE epilogues' dependent chains (H200 session 21: the round trip was
 // 2.5 us of per-entry kernel A at Mixtral-8x7B T = 1, 1792 CTAs). Bit-identical to the format:: recipe.
 // kStepSum = false: each element through format::nvfp4_encode_element and e2m1_to_float instead (the
-// same bits; kept where the step sum's registers made a kernel spill: per-entry kernel A's expert
-// slices).
+// same bits; kept where the step sum's registers — session 31's form of e2m1_round_magnitude, 20
+// instructions against 8 now, not re-measured there — made a kernel spill: per-entry kernel A's
+// expert slices).
 template <int N, int kLaneStride = 1, bool kStepSum = true>
 __device__ __forceinline__ void nvfp4_exact_roundtrip_lanes(float (&x)[N],
                                                             const quant::Nvfp4ScaleConst<QuantNumerics::kExact>& c) {

@@ -45,6 +45,22 @@ inline int grid_for(int64_t items, int threads, int64_t max_blocks) {
   const int64_t b = (items + threads - 1) / threads;
   return int(b < 1 ? 1 : (b > max_blocks ? max_blocks : b));
 }
+// W4A4's elementwise NVFP4 round trips of the pipeline (SwiGLU's requantization of h, the per-token
+// quantization of x on the multi-kernel path): four lanes per 16-element block keep each thread's
+// dependent chain short (these kernels sit between two GEMMs, and at small batches that chain is
+// the latency); one thread per block halves the instructions per element (no shuffles, the block
+// scale once, 16-byte loads), which is what counts once the blocks fill the GPU many times over:
+// from kQuantThreadPerBlockMin blocks per SM on. forced: 0 / 1 (FP4KIT_MOE_QUANT_BLOCK) overrides.
+inline constexpr int64_t kQuantThreadPerBlockMin = 1024;
+inline bool quant_thread_per_block(int64_t nvfp4_blocks, int sm_count, int forced) {
+  if (forced >= 0) return forced == 1;
+  return nvfp4_blocks >= kQuantThreadPerBlockMin * int64_t(sm_count > 0 ? sm_count : 132);
+}
+// The same with the process-wide override: FP4KIT_MOE_QUANT_BLOCK=0|1 at the first call, or
+// set_quant_thread_per_block_override (tests: -1 = the rule, 0 / 1 = forced; returns the previous).
+bool quant_thread_per_block(int64_t nvfp4_blocks, int sm_count);
+int set_quant_thread_per_block_override(int forced);
+
 inline int64_t chunk_count(int64_t rows, int64_t e_local) {
   const int64_t c = chunk_entries(e_local);
   return (rows + c - 1) / c;

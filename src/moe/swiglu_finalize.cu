@@ -8,9 +8,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "common/cuda_check.h"
 #include "common/launch_kernel.h"
+#include "gemm/tactics.h"  // env_digit
 #include "moe/moe_device.cuh"
 #include "moe/moe_kernels.h"
 #include "quant/quant_common.cuh"  // pdl_wait, pdl_launch_dependents
@@ -62,6 +64,37 @@ __global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(SwigluArgs s) {
   }
 }
 
+// W4A4 at large batches (quant_thread_per_block): one thread per 16-element block, the same values
+// as swiglu_quant_kernel (the block's amax is a max, so it does not depend on how the block is
+// spread over lanes). With no shuffles, the block scale computed once instead of by four lanes, and
+// 16-byte loads, it costs ~2/3 of the instructions per element; the longer dependent chain per
+// thread is hidden by the many blocks in flight. H100 session 33 (ncu, W4A4 T = 4096): DeepSeek-V3
+// 233 -> 148 us (its 402 MB at 2.7 TB/s), Qwen3.6 61 -> 40 us (docs/PERF.md).
+template <bool kBF16>
+__global__ void __launch_bounds__(kThreads) swiglu_quant_block_kernel(SwigluArgs s) {
+  quant::pdl_launch_dependents();  // both no-ops unless launched with PDL
+  quant::pdl_wait();
+  const int64_t I = s.inter;
+  const int64_t ib = I / 16;
+  const int64_t rows = *s.total_rows;
+  const int64_t items = rows * ib;
+  const uint16_t* f1 = static_cast<const uint16_t*>(s.f1);
+  uint16_t* a2 = static_cast<uint16_t*>(s.a2);
+  for (int64_t idx = int64_t(blockIdx.x) * kThreads + threadIdx.x; idx < items; idx += int64_t(gridDim.x) * kThreads) {
+    int64_t r, c;
+    divmod_nonneg(idx, ib, r, c);
+    const uint16_t* row = f1 + r * 2 * I;
+    float h[16], gate[16];
+    load16<kBF16>(row + c * 16, h);
+    load16<kBF16>(row + I + c * 16, gate);
+    const float gs = s.act_global[s.per_expert ? s.row_expert[r] : 0];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) h[i] = act_to_float<kBF16>(float_to_act<kBF16>(swiglu(gate[i], h[i])));
+    nvfp4_exact_roundtrip_lanes<16>(h, gs);
+    store16<kBF16>(a2 + r * I + c * 16, h);
+  }
+}
+
 // W4A16: one thread per 16-element block.
 template <bool kBF16>
 __global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluArgs s) {
@@ -106,10 +139,27 @@ __global__ void __launch_bounds__(kThreads) finalize_kernel(FinalizeArgs f) {
 
 }  // namespace
 
+namespace {
+std::atomic<int>& quant_block_forced() {
+  static std::atomic<int> forced{gemm_impl::env_digit("FP4KIT_MOE_QUANT_BLOCK", "01")};
+  return forced;
+}
+}  // namespace
+
+bool quant_thread_per_block(int64_t nvfp4_blocks, int sm_count) {
+  return quant_thread_per_block(nvfp4_blocks, sm_count, quant_block_forced().load(std::memory_order_relaxed));
+}
+
+int set_quant_thread_per_block_override(int forced) {
+  return quant_block_forced().exchange(forced < 0 ? -1 : forced == 1 ? 1 : 0);
+}
+
 Status launch_swiglu(const SwigluArgs& s, int sm_count, cudaStream_t stream) {
-  const int blocks = grid_for(s.max_rows * (s.inter / (s.quantize ? 4 : 16)), kThreads, int64_t(sm_count) * 8);
-  auto* kernel = s.bf16 ? (s.quantize ? swiglu_quant_kernel<true> : swiglu_kernel<true>)
-                        : (s.quantize ? swiglu_quant_kernel<false> : swiglu_kernel<false>);
+  const int64_t nvfp4_blocks = s.max_rows * (s.inter / 16);
+  const bool lanes4 = s.quantize && !quant_thread_per_block(nvfp4_blocks, sm_count);
+  const int blocks = grid_for(nvfp4_blocks * (lanes4 ? 4 : 1), kThreads, int64_t(sm_count) * 8);
+  auto* kernel = s.bf16 ? (!s.quantize ? swiglu_kernel<true> : lanes4 ? swiglu_quant_kernel<true> : swiglu_quant_block_kernel<true>)
+                        : (!s.quantize ? swiglu_kernel<false> : lanes4 ? swiglu_quant_kernel<false> : swiglu_quant_block_kernel<false>);
   return detail::cuda_status(launch_kernel(kernel, dim3(blocks), dim3(kThreads), 0, stream, s.pdl, s),
                              "fused_moe: swiglu_kernel");
 }

@@ -78,6 +78,9 @@ TEST(E2M1, RoundMagnitudeEqualsDecodedCode) {
   for (uint32_t b = 0; b < float_bits(0.125f); b += 4099) check(b);
   for (uint32_t b = float_bits(8.0f); b < 0x7f800000u; b += 4099) check(b);
   for (uint32_t b : {0u, 1u, 0x7f7fffffu, 0x7f800000u, 0x7f800001u, 0x7fc00000u, 0x7fffffffu}) check(b);
+  // Negative inputs (callers pass |y|) give +0, as every step of the grid is above them.
+  for (uint32_t b = 0x80000000u; b < 0xff800000u; b += 40009) check(b);
+  for (uint32_t b : {0x80000000u, 0xbf800000u, 0xff800000u, 0xffc00000u}) check(b);
 }
 
 }  // namespace

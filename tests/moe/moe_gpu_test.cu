@@ -482,6 +482,45 @@ TEST(MoeGpu, PermutationPaths) {
   run_case({300, 64, 64, 2048, 8, 1, 0, MoeMode::kW4A16, DType::kFP16}, 4004);  // E_local 2048: 8-warp chunks, 2 of them
 }
 
+// W4A4's elementwise round trips (SwiGLU's requantization, the multi-kernel path's per-token
+// quantization) with one thread per 16-element block — what large batches take
+// (moe_impl::quant_thread_per_block) — give the same bits as with four lanes per block; both
+// forced here on shapes that the rule alone would keep on four lanes. One activation global scale
+// (quantize_rows) and per-expert scales (the gather quantizes each entry, SwiGLU reads each row's).
+TEST(MoeGpu, W4A4ThreadPerBlockRoundTripsBitIdentical) {
+  FP4KIT_REQUIRE_SM90A();
+  struct Restore {
+    ~Restore() { moe_impl::set_quant_thread_per_block_override(-1); }
+  } restore;
+  uint32_t seed = 4200;
+  for (bool per_expert : {false, true}) {
+    for (DType act : {DType::kBF16, DType::kFP16}) {
+      Config c{1100, 192, 64, 16, 4, 1, 0, MoeMode::kW4A4, act, false, per_expert};
+      SCOPED_TRACE(c.name());
+      const Layer L = make_layer(c, seed++);
+      const RefOut ref = reference_run(L, L.sel);
+      DeviceLayer D(L);
+      const size_t ws_bytes = moe_workspace_bytes(D.p);
+      DeviceBuffer<uint8_t> ws(ws_bytes);
+      std::vector<uint16_t> out[2];
+      for (int forced : {0, 1}) {
+        moe_impl::set_quant_thread_per_block_override(forced);
+        D.out.poison();
+        ws.poison();
+        FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        out[forced] = D.out.download();
+        const Compare r = compare(out[forced], ref, c.act);
+        EXPECT_EQ(r.nonfinite, 0) << "forced " << forced;
+        EXPECT_LE(r.rel, 5e-3) << "forced " << forced;
+      }
+      EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 2), 0)
+          << "one thread per block differs from four lanes per block";
+      if (HasFailure()) return;
+    }
+  }
+}
+
 // Hundreds of experts with tens to hundreds of rows each: the grouped wgmma tiles (several
 // 32-group rounds of its on-device tile prefix) rather than the decode family.
 TEST(MoeGpu, ManyExpertsLargeBatch) {

@@ -226,6 +226,21 @@ TEST(MoePath, PerEntryPrestageRule) {
   EXPECT_FALSE(per_entry_prestages(1, 8, 512, 2496));
 }
 
+// W4A4's elementwise round trips take one thread per 16-element block from 1024 blocks per SM on
+// (moe_kernels.h; H100 session 33: DeepSeek-V3 T = 4096 SwiGLU 233 -> 148 us), and the override wins.
+TEST(MoePath, QuantThreadPerBlockRule) {
+  using moe_impl::quant_thread_per_block;  // (NVFP4 blocks, SMs, forced)
+  EXPECT_TRUE(quant_thread_per_block(int64_t(4096) * 8 * (2048 / 16), 132, -1));   // DeepSeek-V3 SwiGLU, T = 4096
+  EXPECT_TRUE(quant_thread_per_block(int64_t(4096) * (7168 / 16), 132, -1));       // its per-token quantization
+  EXPECT_TRUE(quant_thread_per_block(int64_t(4096) * 8 * (512 / 16), 132, -1));    // Qwen3.6 SwiGLU, T = 4096
+  EXPECT_FALSE(quant_thread_per_block(int64_t(256) * 8 * (512 / 16), 132, -1));    // Qwen3.6 T = 256
+  EXPECT_TRUE(quant_thread_per_block(int64_t(1024) * 132, 132, -1));              // the boundary
+  EXPECT_FALSE(quant_thread_per_block(int64_t(1024) * 132 - 1, 132, -1));
+  EXPECT_FALSE(quant_thread_per_block(int64_t(1) << 40, 132, 0));
+  EXPECT_TRUE(quant_thread_per_block(1, 132, 1));
+  EXPECT_FALSE(quant_thread_per_block(int64_t(1024) * 132 - 1, 0, -1));  // no device: 132 SMs assumed
+}
+
 // The per-entry kernels' rolling load groups (src/moe/per_entry.h), at the presets they were measured
 // on (H200, 132 SMs; docs/PERF.md session 20): kernel A's grid is I/16 x T*k CTAs, kernel B's rows are
 // I/64 chunks long.

@@ -150,6 +150,17 @@ TEST(MoeRoundtripGpu, EightElementsPerLane) {
   check_roundtrip<8, 1, false>(104);
 }
 
+TEST(MoeRoundtripGpu, FourElementsPerLane) {
+  FP4KIT_REQUIRE_SM90A();
+  check_roundtrip<4, 1, false>(106);
+}
+
+// One thread per block: the large-batch elementwise kernels (quant_thread_per_block).
+TEST(MoeRoundtripGpu, SixteenElementsPerThread) {
+  FP4KIT_REQUIRE_SM90A();
+  check_roundtrip<16, 1, false>(107);
+}
+
 TEST(MoeRoundtripGpu, FourElementsPerLaneFactorTable) {
   FP4KIT_REQUIRE_SM90A();
   check_roundtrip<4, 1, true>(105);
