@@ -450,6 +450,28 @@ __global__ void __launch_bounds__(kGatherThreads) gather_kernel(PermuteArgs a, G
       a, g, a.n, [&](int64_t i) { return a.perm[i]; }, blockIdx.x, gridDim.x);
 }
 
+// The multi-kernel gather of W4A4 from a 16-bit input with per-expert activation scales (each entry
+// quantized with its expert's scale) at large batches: one thread per 16-element block
+// (quant_thread_per_block), the same values as gather_rows' four lanes per block.
+template <bool kBF16>
+__global__ void __launch_bounds__(kGatherThreads) gather_quantize_block_kernel(PermuteArgs a, GatherArgs g) {
+  const int64_t hb = g.hidden / 16;
+  const int64_t items = int64_t(a.n) * hb;
+  for (int64_t idx = int64_t(blockIdx.x) * kGatherThreads + threadIdx.x; idx < items;
+       idx += int64_t(gridDim.x) * kGatherThreads) {
+    int64_t i, c;
+    divmod_nonneg(idx, hb, i, c);
+    const int row = a.perm[i];
+    if (row < 0) continue;
+    const float gs = g.act_global[g.per_expert ? a.selected[i] - a.e_begin : 0];
+    const int64_t t = int(i) / a.top_k;  // i < n < 2^31: a 32-bit division
+    float x[16];
+    load16<kBF16>(static_cast<const uint16_t*>(g.input) + t * g.hidden + c * 16, x);
+    nvfp4_exact_roundtrip_lanes<16>(x, gs);
+    store16<kBF16>(static_cast<uint16_t*>(g.a1) + int64_t(row) * g.hidden + c * 16, x);
+  }
+}
+
 // The multi-kernel path's per-token quantization (token_rows over the whole grid).
 template <bool kBF16>
 __global__ void __launch_bounds__(kGatherThreads) quantize_rows_kernel(GatherArgs g, int tokens) {
@@ -569,6 +591,13 @@ Status launch_quantize_rows(const GatherArgs& g, int64_t tokens, int sm_count, c
 }
 
 Status launch_gather(const PermuteArgs& a, const GatherArgs& g, int sm_count, cudaStream_t stream) {
+  const int64_t nvfp4_blocks = int64_t(a.n) * (g.hidden / 16);
+  if (g.mode == GatherMode::kQuantize && quant_thread_per_block(nvfp4_blocks, sm_count)) {
+    const int blocks = grid_for(nvfp4_blocks, kGatherThreads, int64_t(sm_count) * 8);
+    if (g.bf16) gather_quantize_block_kernel<true><<<blocks, kGatherThreads, 0, stream>>>(a, g);
+    else gather_quantize_block_kernel<false><<<blocks, kGatherThreads, 0, stream>>>(a, g);
+    return detail::last_launch_status("fused_moe: gather_quantize_block_kernel");
+  }
   const int blocks = grid_for(gather_threads(a, g, kGatherCopyElems), kGatherThreads, int64_t(sm_count) * 8);
   return dispatch_gather<GatherLauncher>(g, a, g, blocks, stream);
 }

@@ -483,7 +483,7 @@ TEST(MoeGpu, PermutationPaths) {
 }
 
 // W4A4's elementwise round trips (SwiGLU's requantization, the multi-kernel path's per-token
-// quantization) with one thread per 16-element block — what large batches take
+// quantization and its per-expert-scale gather) with one thread per 16-element block — what large batches take
 // (moe_impl::quant_thread_per_block) — give the same bits as with four lanes per block; both
 // forced here on shapes that the rule alone would keep on four lanes. One activation global scale
 // (quantize_rows) and per-expert scales (the gather quantizes each entry, SwiGLU reads each row's).
