@@ -1,0 +1,1 @@
+OUT=$OUT/gc BUILD_DIR=build-carry BENCH=acceptance BUDGET=520 BENCH_TIMEOUT=200 SANITIZE=1 SANITIZE_TARGETS="test_moe:*ThreadPerBlock*:*RoundtripGpu*" bash scripts/gpu-check.sh  # binaries of c668477 + the per-expert gather change (reports c6684775fb24-dirty)
