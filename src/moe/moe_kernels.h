@@ -48,8 +48,8 @@ inline int grid_for(int64_t items, int threads, int64_t max_blocks) {
 // W4A4's elementwise NVFP4 round trips of the pipeline (SwiGLU's requantization of h, the per-token
 // quantization of x on the multi-kernel path): four lanes per 16-element block keep each thread's
 // dependent chain short (these kernels sit between two GEMMs, and at small batches that chain is
-// the latency); one thread per block halves the instructions per element (no shuffles, the block
-// scale once, 16-byte loads), which is what counts once the blocks fill the GPU many times over:
+// the latency); one thread per block cuts the instructions per element by a third to a half (no
+// shuffles, the block scale once, 16-byte loads), which is what counts once the blocks fill the GPU many times over:
 // from kQuantThreadPerBlockMin blocks per SM on. forced: 0 / 1 (FP4KIT_MOE_QUANT_BLOCK) overrides.
 inline constexpr int64_t kQuantThreadPerBlockMin = 1024;
 inline bool quant_thread_per_block(int64_t nvfp4_blocks, int sm_count, int forced) {

@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(SwigluArgs s) {
 // spread over lanes). With no shuffles, the block scale computed once instead of by four lanes, and
 // 16-byte loads, it costs ~2/3 of the instructions per element; the longer dependent chain per
 // thread is hidden by the many blocks in flight. H100 session 33 (ncu, W4A4 T = 4096): DeepSeek-V3
-// 233 -> 148 us (its 402 MB at 2.7 TB/s), Qwen3.6 61 -> 40 us (docs/PERF.md).
+// 233 -> 148 us (its 402 MB at 2.7 TB/s), Qwen3.6 60 -> 40 us (docs/PERF.md).
 template <bool kBF16>
 __global__ void __launch_bounds__(kThreads) swiglu_quant_block_kernel(SwigluArgs s) {
   quant::pdl_launch_dependents();  // both no-ops unless launched with PDL
