@@ -345,6 +345,7 @@ Status grouped_wgmma_launch(const GroupedTactic& t, const GroupedGemmParams& p, 
   a.d = p.d;
   a.ldd = p.ldd ? p.ldd : p.n;
   a.vec_epilogue = vec_epilogue_ok(p.d, a.ldd, p.n);
+  a.store_warps = sm90::grouped_store_warps(a.vec_epilogue, a.k_chunks);
   a.offsets = p.offsets;
   a.groups = int(p.groups);
   a.k_splits = 1;

@@ -90,7 +90,19 @@ struct WgmmaGemmArgs {
   // the launch groups each tile's k_splits units (consecutive CTAs, one unit each) into one
   // cluster; partials never leave the cluster (no workspace, no counters, no memset).
   int cluster_splits;
+  // Grouped mode, BN = 128, BM > 64, vec_epilogue: the producer warpgroup's store warps copy the
+  // epilogue buffer to D (the host's choice: grouped_store_warps; the kernel ignores it elsewhere).
+  int store_warps;
 };
+
+// The host's rule for WgmmaGemmArgs::store_warps: short K ranges only. H100 session 33 run 6 (ncu, MoE
+// T = 4096, grouped 128x144): FC2 at K = 256 / 512 / 768 / 2048 -13.6 / -9.9 / -6.5 / -1.1 %, FC1 at
+// K = 2048 -0.6..-1.7 %, but K = 7168 +0.9..+1.4 % (the store warps' copies then cost the long
+// mainloop more than they save its consumers).
+constexpr int kStoreWarpsMaxKChunks = 32;
+inline int grouped_store_warps(int vec_epilogue, int k_chunks) {
+  return vec_epilogue && k_chunks <= kStoreWarpsMaxKChunks ? 1 : 0;
+}
 
 constexpr int kWgMaxGroups = 1024;  // grouped mode: tile prefix sums live in shared memory
 
@@ -411,6 +423,36 @@ __device__ __forceinline__ float4 ld_cluster_f4(uint32_t addr) {
 // Barrier of the two consumer warpgroups only (id 1; __syncthreads uses 0).
 __device__ __forceinline__ void consumer_barrier() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
+// Grouped BN = 128 tiles: the epilogue's shared -> global copy runs on the producer warpgroup's three
+// idle warps (the store warps) while the consumers go on with the next tile. The consumers fill the
+// epilogue buffer and arrive on kEpiFullBar; the store warps wait on it, copy, and arrive on
+// kEpiEmptyBar, which the consumers wait on before they refill the buffer (the store warps arrive
+// once up front: the buffer starts empty). A descriptor in shared memory tells the store warps where
+// the pass goes (rows < 0: no more passes). Session 33 (a probe without the copy, H200): MoE FC2 at
+// T = 4096 spent 15-27 % of its time in it.
+constexpr int kEpiFullBar = 2, kEpiEmptyBar = 3;
+constexpr int kEpiBarThreads = 256 + 96;  // consumers + store warps
+struct WgEpiDesc {
+  void* d;   // D at the pass's first token row
+  int rows;  // valid token rows of the pass (<= BM); < 0: done
+  int col0;  // first column of the pass's warpgroup-0 half; warpgroup 1's is col0 + 64
+};
+__device__ __forceinline__ void epi_bar_sync(int id) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(kEpiBarThreads) : "memory");
+}
+__device__ __forceinline__ void epi_bar_arrive(int id) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "n"(kEpiBarThreads) : "memory");
+}
+// ld.shared that the compiler neither caches nor moves across the barriers above.
+__device__ __forceinline__ uint4 lds_u4_volatile(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
 // ---- kernel ------------------------------------------------------------------------------------------
 // T: activation / operand type (bf16 or half); D and bias are T as well (W4A16).
 template <typename T, int BN, int BM, int S, bool G = false>
@@ -461,9 +503,51 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   const int k_splits = G ? 1 : args.k_splits;
   const bool stream_k = !G && args.stream_k;
 
+  // Grouped BN = 128 tiles with the vector epilogue: the store warps copy the epilogue buffer out.
+  // Not the 64-token tile (8..32 rows per expert, long K in the MoE): with the store-warp code its
+  // mainloop scheduled differently and Mixtral-8x7B T = 64 ran 2.3-2.9 % slower (H100 session 33).
+  constexpr bool kStoreWarpsCfg = G && Cfg::kSlabs == 1 && BM > 64;
+  const bool store_warps = kStoreWarpsCfg && args.store_warps;
+  __shared__ WgEpiDesc epi_desc;
+
   if (warp < 4) {
     // ---------------- producer warpgroup ----------------
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if constexpr (kStoreWarpsCfg) {
+      if (warp >= 1 && store_warps) {
+        // Store warps: (token, warpgroup) 128-byte segments of the buffer, 8 lanes x 16 B each, 12
+        // per round of the three warps, two rounds per batch (40 registers).
+        const int sw = warp - 1, sub = lane >> 3, part = lane & 7;
+        const uint32_t epi = smem_base + Cfg::kEpiOff;
+        constexpr int kSegs = 2 * BM, kStep = 3 * 4;
+        epi_bar_arrive(kEpiEmptyBar);
+        for (;;) {
+          epi_bar_sync(kEpiFullBar);
+          const volatile WgEpiDesc* dv = &epi_desc;
+          const int rows = dv->rows;
+          if (rows < 0) break;
+          T* dst = static_cast<T*>(const_cast<void*>(dv->d));
+          const int col0 = dv->col0;
+#pragma unroll 1
+          for (int s0 = 0; s0 < kSegs; s0 += 2 * kStep) {
+            uint4 v[2];
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+              const int seg = s0 + j * kStep + sw * 4 + sub;
+              if (seg < kSegs && (seg >> 1) < rows)
+                v[j] = lds_u4_volatile(epi + (seg >> 1) * Cfg::kEpiRowBytes + (seg & 1) * 128 + part * 16);
+            }
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+              const int seg = s0 + j * kStep + sw * 4 + sub;
+              const int n0 = col0 + (seg & 1) * 64 + part * 8;
+              if (seg < kSegs && (seg >> 1) < rows && n0 < args.n) stg_u4(dst + int64_t(seg >> 1) * args.ldd + n0, v[j]);
+            }
+          }
+          epi_bar_arrive(kEpiEmptyBar);
+        }
+      }
+    }
     if (warp == 0 && lane == 0) {
       int stage = 0;
       uint32_t phase = 0;
@@ -766,7 +850,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
             if (nbase + 8 < args.n) b1 = wg_from_out<T>(bias[nbase + 8 + g]);
           }
           const float* a = acc[sl];
-          consumer_barrier();  // every warp has read the previous pass out of the buffer
+          if (store_warps) epi_bar_sync(kEpiEmptyBar);  // the store warps have copied the previous pass out
+          else consumer_barrier();  // every warp has read the previous pass out of the buffer
           // Pairs of 8-token groups with .x4, an odd last group (BM = 8, 24, 40, ...) with .x2 (its
           // lanes 0..15 give the addresses of the group's two 8-row halves).
 #pragma unroll
@@ -781,6 +866,17 @@ __global__ void __launch_bounds__(kWgThreads, 1)
             stmatrix_x2_trans(epi + i * 8 * Cfg::kEpiRowBytes + st_off,
                               pack_pair<T>(a[4 * i] * alpha + b0, a[4 * i + 1] * alpha + b0),
                               pack_pair<T>(a[4 * i + 2] * alpha + b1, a[4 * i + 3] * alpha + b1));
+          }
+          if constexpr (kStoreWarpsCfg) {
+            if (store_warps) {
+              if (threadIdx.x == 128) {
+                epi_desc.d = dt + int64_t(tok0) * args.ldd;
+                epi_desc.rows = rows_left < BM ? rows_left : BM;
+                epi_desc.col0 = nt * BN + sl * 64;
+              }
+              epi_bar_arrive(kEpiFullBar);
+              continue;
+            }
           }
           consumer_barrier();
           // Batches of up to 8 vectors (32 registers): 16 at BM = 256 spilled.
@@ -820,6 +916,13 @@ __global__ void __launch_bounds__(kWgThreads, 1)
               }
           }
         }
+      }
+    }
+    if constexpr (kStoreWarpsCfg) {
+      if (store_warps) {  // no more passes: the store warps leave once they have copied the last one
+        epi_bar_sync(kEpiEmptyBar);
+        if (threadIdx.x == 128) epi_desc.rows = -1;
+        epi_bar_arrive(kEpiFullBar);
       }
     }
   }
