@@ -1,0 +1,1 @@
+mkdir -p /tmp/x && tar -xJf gpu-bin/s33r8/bin.tar.xz -C /tmp/x tools/fp4kit && for r in 1 2 3; do timeout 120 /tmp/x/tools/fp4kit bench moe --preset all --t 4096 --mode both --no-reduced-check --target-ms 200 --warmup-ms 100 --csv --output $OUT/accept_moe_large_r$r.csv; done  # the final build (reports 4956ef9b6a1a-dirty)
