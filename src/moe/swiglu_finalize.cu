@@ -64,42 +64,15 @@ __global__ void __launch_bounds__(kThreads) swiglu_quant_kernel(SwigluArgs s) {
   }
 }
 
-// W4A4 at large batches (quant_thread_per_block): one thread per 16-element block, the same values
-// as swiglu_quant_kernel (the block's amax is a max, so it does not depend on how the block is
-// spread over lanes). With no shuffles, the block scale computed once instead of by four lanes, and
-// 16-byte loads, it costs ~2/3 of the instructions per element; the longer dependent chain per
-// thread is hidden by the many blocks in flight. H100 session 33 (ncu, W4A4 T = 4096): DeepSeek-V3
-// 233 -> 148 us (its 402 MB at 2.7 TB/s), Qwen3.6 60 -> 40 us (docs/PERF.md).
-template <bool kBF16>
-__global__ void __launch_bounds__(kThreads) swiglu_quant_block_kernel(SwigluArgs s) {
-  quant::pdl_launch_dependents();  // both no-ops unless launched with PDL
-  quant::pdl_wait();
-  const int64_t I = s.inter;
-  const int64_t ib = I / 16;
-  const int64_t rows = *s.total_rows;
-  const int64_t items = rows * ib;
-  const uint16_t* f1 = static_cast<const uint16_t*>(s.f1);
-  uint16_t* a2 = static_cast<uint16_t*>(s.a2);
-  for (int64_t idx = int64_t(blockIdx.x) * kThreads + threadIdx.x; idx < items; idx += int64_t(gridDim.x) * kThreads) {
-    int64_t r, c;
-    divmod_nonneg(idx, ib, r, c);
-    const uint16_t* row = f1 + r * 2 * I;
-    float h[16], gate[16];
-    load16<kBF16>(row + c * 16, h);
-    load16<kBF16>(row + I + c * 16, gate);
-    const float gs = s.act_global[s.per_expert ? s.row_expert[r] : 0];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) h[i] = act_to_float<kBF16>(float_to_act<kBF16>(swiglu(gate[i], h[i])));
-    nvfp4_exact_roundtrip_lanes<16>(h, gs);
-    store16<kBF16>(a2 + r * I + c * 16, h);
-  }
-}
-
-// W4A16: one thread per 16-element block.
-template <bool kBF16>
-__global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluArgs s) {
-  quant::pdl_launch_dependents();  // both no-ops unless launched with PDL
-  quant::pdl_wait();
+// One thread per 16-element block: h = silu(gate) * up (W4A16), or (kQuantize, W4A4 at large batches:
+// quant_thread_per_block) h rounded to 16 bits, then NVFP4-quantized with act_global and decoded —
+// the same values as swiglu_quant_kernel (the block's amax is a max, so it does not depend on how the
+// block is spread over lanes). With no shuffles, the block scale computed once instead of by four
+// lanes, and 16-byte loads, the W4A4 form costs ~2/3 of the instructions per element; the longer
+// dependent chain per thread is hidden by the many blocks in flight. H100 session 33 (ncu, W4A4
+// T = 4096): DeepSeek-V3 233 -> 148 us (its 402 MB at 2.7 TB/s), Qwen3.6 60 -> 40 us (docs/PERF.md).
+template <bool kBF16, bool kQuantize>
+__device__ __forceinline__ void swiglu_blocks(const SwigluArgs& s) {
   const int64_t I = s.inter;
   const int64_t ib = I / 16;
   const int64_t rows = *s.total_rows;
@@ -113,10 +86,32 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluArgs s) {
     float up[16], gate[16], h[16];
     load16<kBF16>(row + c * 16, up);
     load16<kBF16>(row + I + c * 16, gate);
+    if constexpr (kQuantize) {
+      const float gs = s.act_global[s.per_expert ? s.row_expert[r] : 0];
 #pragma unroll
-    for (int i = 0; i < 16; ++i) h[i] = swiglu(gate[i], up[i]);
+      for (int i = 0; i < 16; ++i) h[i] = act_to_float<kBF16>(float_to_act<kBF16>(swiglu(gate[i], up[i])));
+      nvfp4_exact_roundtrip_lanes<16>(h, gs);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) h[i] = swiglu(gate[i], up[i]);
+    }
     store16<kBF16>(a2 + r * I + c * 16, h);
   }
+}
+
+template <bool kBF16>
+__global__ void __launch_bounds__(kThreads) swiglu_quant_block_kernel(SwigluArgs s) {
+  quant::pdl_launch_dependents();  // both no-ops unless launched with PDL
+  quant::pdl_wait();
+  swiglu_blocks<kBF16, true>(s);
+}
+
+// W4A16.
+template <bool kBF16>
+__global__ void __launch_bounds__(kThreads) swiglu_kernel(SwigluArgs s) {
+  quant::pdl_launch_dependents();  // both no-ops unless launched with PDL
+  quant::pdl_wait();
+  swiglu_blocks<kBF16, false>(s);
 }
 
 template <bool kBF16>

@@ -173,7 +173,7 @@ TEST(GroupedGemmGpu, RaggedGroupsEveryTactic) {
   run_case({4, 256, 1040, {64, 257, 1, 128}, DType::kFP16}, 4);
   run_case({6, 200, 960, {3, 1, 0, 2, 5, 1}, DType::kBF16}, 9);  // 15 chunks: rolling loops run twice
   // 33 K chunks: past kStoreWarpsMaxKChunks, the BN = 128 wgmma tiles' consumers copy their epilogue
-  // out themselves (the cases above, K <= 2048, use the store warps).
+  // out themselves (every other case, K <= 2048, uses the store warps on the BN = 128, BM > 64 tactics).
   run_case({3, 200, 2112, {130, 1, 144}, DType::kBF16}, 12);
   // Groups on both sides of the widths the 64-token tile narrows to (16, 32), of a 112 / 128 / 144-token
   // tile, and of a second 144-token m tile (docs/wip/grouped-144-*.patch ran each at its own width).

@@ -90,14 +90,16 @@ struct WgmmaGemmArgs {
   // the launch groups each tile's k_splits units (consecutive CTAs, one unit each) into one
   // cluster; partials never leave the cluster (no workspace, no counters, no memset).
   int cluster_splits;
-  // Grouped mode, BN = 128, BM > 64, vec_epilogue: the producer warpgroup's store warps copy the
-  // epilogue buffer to D (the host's choice: grouped_store_warps; the kernel ignores it elsewhere).
+  // Grouped mode, BN = 128, BM > 64: the producer warpgroup's store warps copy the epilogue buffer to
+  // D (the host's choice: grouped_store_warps, set only with vec_epilogue; the kernel ignores it on
+  // other tiles, and without vec_epilogue the consumers take the scalar path while the final
+  // hand-off still releases the store warps).
   int store_warps;
 };
 
 // The host's rule for WgmmaGemmArgs::store_warps: short K ranges only. H100 session 33 run 6 (ncu, MoE
 // T = 4096, grouped 128x144): FC2 at K = 256 / 512 / 768 / 2048 -13.6 / -9.9 / -6.5 / -1.1 %, FC1 at
-// K = 2048 -0.6..-1.7 %, but K = 7168 +0.9..+1.4 % (the store warps' copies then cost the long
+// K = 2048 -0.6..-1.6 %, but K = 7168 +0.9..+1.4 % (the store warps' copies then cost the long
 // mainloop more than they save its consumers).
 constexpr int kStoreWarpsMaxKChunks = 32;
 inline int grouped_store_warps(int vec_epilogue, int k_chunks) {
