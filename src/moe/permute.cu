@@ -450,6 +450,17 @@ __global__ void __launch_bounds__(kGatherThreads) gather_kernel(PermuteArgs a, G
       a, g, a.n, [&](int64_t i) { return a.perm[i]; }, blockIdx.x, gridDim.x);
 }
 
+// 16 consecutive 16-bit values at src quantized to NVFP4 with global scale gs (kExact) and stored
+// decoded at dst, by one thread (the large-batch kernels below; gather_quantize_quarter spreads a
+// block over four lanes).
+template <bool kBF16>
+__device__ __forceinline__ void quantize_block16(const uint16_t* src, uint16_t* dst, float gs) {
+  float x[16];
+  load16<kBF16>(src, x);
+  nvfp4_exact_roundtrip_lanes<16>(x, gs);
+  store16<kBF16>(dst, x);
+}
+
 // The multi-kernel gather of W4A4 from a 16-bit input with per-expert activation scales (each entry
 // quantized with its expert's scale) at large batches: one thread per 16-element block
 // (quant_thread_per_block), the same values as gather_rows' four lanes per block.
@@ -465,10 +476,8 @@ __global__ void __launch_bounds__(kGatherThreads) gather_quantize_block_kernel(P
     if (row < 0) continue;
     const float gs = g.act_global[g.per_expert ? a.selected[i] - a.e_begin : 0];
     const int64_t t = int(i) / a.top_k;  // i < n < 2^31: a 32-bit division
-    float x[16];
-    load16<kBF16>(static_cast<const uint16_t*>(g.input) + t * g.hidden + c * 16, x);
-    nvfp4_exact_roundtrip_lanes<16>(x, gs);
-    store16<kBF16>(static_cast<uint16_t*>(g.a1) + int64_t(row) * g.hidden + c * 16, x);
+    quantize_block16<kBF16>(static_cast<const uint16_t*>(g.input) + t * g.hidden + c * 16,
+                            static_cast<uint16_t*>(g.a1) + int64_t(row) * g.hidden + c * 16, gs);
   }
 }
 
@@ -489,10 +498,7 @@ __global__ void __launch_bounds__(kGatherThreads) quantize_rows_block_kernel(Gat
   for (int64_t idx = int64_t(blockIdx.x) * kGatherThreads + threadIdx.x; idx < items;
        idx += int64_t(gridDim.x) * kGatherThreads) {
     const int64_t off = idx * 16;  // row t, block c: t * hidden + c * 16
-    float x[16];
-    load16<kBF16>(static_cast<const uint16_t*>(g.input) + off, x);
-    nvfp4_exact_roundtrip_lanes<16>(x, gs);
-    store16<kBF16>(static_cast<uint16_t*>(g.a1) + off, x);
+    quantize_block16<kBF16>(static_cast<const uint16_t*>(g.input) + off, static_cast<uint16_t*>(g.a1) + off, gs);
   }
 }
 

@@ -508,6 +508,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   // Grouped BN = 128 tiles with the vector epilogue: the store warps copy the epilogue buffer out.
   // Not the 64-token tile (8..32 rows per expert, long K in the MoE): with the store-warp code its
   // mainloop scheduled differently and Mixtral-8x7B T = 64 ran 2.3-2.9 % slower (H100 session 33).
+  // (The store-warp code below stays under `if constexpr (kStoreWarpsCfg)`: with plain `if`s on the
+  // folded flag the other tiles' SASS changed, 128x64 and 256x128 included.)
   constexpr bool kStoreWarpsCfg = G && Cfg::kSlabs == 1 && BM > 64;
   const bool store_warps = kStoreWarpsCfg && args.store_warps;
   __shared__ WgEpiDesc epi_desc;
