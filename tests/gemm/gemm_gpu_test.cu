@@ -291,6 +291,34 @@ TEST(GemmGpu, W4A16LargeMRaggedAllTactics) {
   EXPECT_GT(total, 0);
 }
 
+// Two-way split-K inside a cluster (wgmma_kernel.cuh). N = 6344 gives 50 tiles of 128 weight rows,
+// so every 128-row tile that holds M in one token tile splits K (17 chunks) in two. Tiles of 96 tokens
+// or more: each split reduces and writes half of the tile's 8-token groups (M = 90 / 100 / 200: split
+// 1's half partly past M on the 96..256-token tiles that hold M; at M = 100 the 224- and 256-token
+// tiles' second half lies wholly past it). Smaller tiles (M = 20 / 40): split 0 reduces and writes all.
+TEST(GemmGpu, TwoWayClusterSplitRagged) {
+  FP4KIT_REQUIRE_SM90A();
+  uint32_t seed = std::random_device{}();
+  int total = 0;
+  for (int64_t m : {20, 40, 90, 100, 200}) {
+    total += run_case({m, 6344, 1040, DType::kBF16, DType::kBF16, m % 20 == 0}, seed++, "wgmma");
+    if (HasFailure()) return;
+  }
+  total += run_case({100, 6344, 1040, DType::kFP16, DType::kFP16, true}, seed++, "wgmma");
+  if (HasFailure()) return;
+  total += run_case({100, 6344, 1056, DType::kE2M1x2, DType::kBF16, false}, seed++, "wgmma");
+  EXPECT_GT(total, 0);
+}
+
+// One tactic of the above (128x128, 100 tokens: split 1 writes tokens 64..99), small enough for
+// compute-sanitizer racecheck (--gtest_filter=GemmGpu.TwoWayClusterSplitOneTactic).
+TEST(GemmGpu, TwoWayClusterSplitOneTactic) {
+  FP4KIT_REQUIRE_SM90A();
+  EXPECT_EQ(run_case({100, 6344, 1040, DType::kBF16, DType::kBF16, true}, std::random_device{}(),
+                     "wgmma_w4a16_128x128_s6"),
+            1);
+}
+
 TEST(GemmGpu, W4A4RaggedAllTactics) {
   FP4KIT_REQUIRE_SM90A();
   uint32_t seed = std::random_device{}();

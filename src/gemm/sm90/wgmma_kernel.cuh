@@ -29,7 +29,8 @@
 //    to run whatever order the units finish in. The counter is left at zero for the next launch.
 //    With args.cluster_splits (the host's choice, wgmma_host.cu) the ks units of a tile are one
 //    thread-block cluster instead and reduce through distributed shared memory (no workspace);
-//    the host sets it only for configs with WgCfg::kClusterReduce.
+//    the host sets it only for configs with WgCfg::kClusterReduce. Two splits of a tile of 96
+//    tokens or more each reduce and write half of its tokens.
 //  * Stream-K (dense mode, Tactic::stream_k): the (tile, k chunk) units are cut into one contiguous
 //    equal range per CTA (stream_k.cuh), so every SM streams the same number of chunks whatever the
 //    tile count (112 tiles of 256x32 on 8192x28672 leave 20 of 132 SMs idle without it). A tile
@@ -511,6 +512,13 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   // (The store-warp code below stays under `if constexpr (kStoreWarpsCfg)`: with plain `if`s on the
   // folded flag the other tiles' SASS changed, 128x64 and 256x128 included.)
   constexpr bool kStoreWarpsCfg = G && Cfg::kSlabs == 1 && BM > 64;
+  // Dense 2-way cluster split-K with 96 tokens or more per tile: each split reduces and writes half
+  // of the tile (below). H100 session 34, graph replay with PDL, against split 0 reducing and
+  // writing all of it: 4096x4096 at M = 192..512 and 6144x4096 at M = 96 / 128 -2..-5 % (the
+  // larger layers within their +-4 % run-to-run spread). The 24..64-token tiles lost 2-5 % with the same code: their
+  // mainloop's stage addressing left the uniform datapath (ULOP3 -> LOP3 + R2UR), so they keep the
+  // single-reducer path, as do 4- and 8-way splits.
+  constexpr bool kHalfTiles = !G && Cfg::kClusterReduce && BM >= 96;
   const bool store_warps = kStoreWarpsCfg && args.store_warps;
   __shared__ WgEpiDesc epi_desc;
 
@@ -739,6 +747,11 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       drain();
 
       const bool partial_tile = stream_k ? nk < args.k_chunks : k_splits > 1;
+      // Tokens of the tile (relative to its first) whose outputs this CTA writes: all of them, except
+      // in a 2-way cluster split of a tile of 96 tokens or more (kHalfTiles), where each split
+      // finishes half of the 8-token groups (below).
+      int own_lo = 0, own_hi = BM;
+      bool cluster_pending = false;  // a 2-way cluster split's last barrier, after the epilogue
       // The host sets cluster_splits only for configs with kClusterReduce (wgmma_host.cu). No device
       // guard for the others: a __trap() here made 256x128 s4 spill 720 B and serialize its wgmmas
       // (ptxas C7512; 2.8x slower, session 13).
@@ -749,38 +762,79 @@ __global__ void __launch_bounds__(kWgThreads, 1)
           // loads consumed) as [i / 4][consumer thread] float4s, so that a warp's stores and loads
           // are conflict-free; after a cluster barrier the tile's first split adds the others' in
           // split order (deterministic) and runs the epilogue; a second barrier keeps the others'
-          // shared memory alive until it has read it.
+          // shared memory alive until it has read it. (Two splits of a tile of 96 tokens or more
+          // share that work instead: `halves` below.)
           static_assert(Cfg::kAcc % 4 == 0, "float4 partials");
           const int ct = int(threadIdx.x) - 128;  // consumer thread 0..255
           const uint32_t red = smem_base;         // [kSlabs * kAcc / 4][256] float4
           consumer_barrier();  // the other warpgroup has finished reading the stages (lds, wgmma)
+          bool halves = false;
+          if constexpr (kHalfTiles) halves = k_splits == 2;
+          if (halves) {
+            // Two splits: each finishes half of the tile's 8-token groups (float4 j of a slab holds
+            // group j: tokens 8j + 2c, +1 of rows g and g + 8), so each reads half a tile through
+            // distributed shared memory and writes half the epilogue, instead of split 0 reading all
+            // of it and writing all while split 1 waits. The sum own + peer is p0 + p1 bit for bit
+            // (IEEE addition commutes). The second cluster barrier, which keeps a CTA's shared
+            // memory alive until its peer has read it, waits until after the epilogue (it writes
+            // only the epilogue buffer, not the stages).
+            constexpr int kGroups = BM / 8;
+            const int glo = wu.split ? kGroups / 2 : 0, ghi = wu.split ? kGroups : kGroups / 2;
 #pragma unroll
-          for (int sl = 0; sl < kSlabs; ++sl)
+            for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
-            for (int i = 0; i < kAcc; i += 4) {
-              const uint32_t a = red + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16);
-              asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(a), "f"(acc[sl][i]), "f"(acc[sl][i + 1]),
-                           "f"(acc[sl][i + 2]), "f"(acc[sl][i + 3])
-                           : "memory");
+              for (int i = 0; i < kAcc; i += 4) {
+                if (i / 4 >= glo && i / 4 < ghi) continue;  // the peer's groups only
+                const uint32_t a = red + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16);
+                asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(a), "f"(acc[sl][i]),
+                             "f"(acc[sl][i + 1]), "f"(acc[sl][i + 2]), "f"(acc[sl][i + 3])
+                             : "memory");
+              }
+            cluster_sync();
+            const uint32_t peer = cluster_map(red, wu.split ^ 1);
+#pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl)
+#pragma unroll
+              for (int i = 0; i < kAcc; i += 4) {
+                if (i / 4 < glo || i / 4 >= ghi) continue;
+                const float4 v = ld_cluster_f4(peer + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16));
+                acc[sl][i] += v.x;
+                acc[sl][i + 1] += v.y;
+                acc[sl][i + 2] += v.z;
+                acc[sl][i + 3] += v.w;
+              }
+            own_lo = 8 * glo;
+            own_hi = 8 * ghi;
+            cluster_pending = true;
+          } else {
+#pragma unroll
+            for (int sl = 0; sl < kSlabs; ++sl)
+#pragma unroll
+              for (int i = 0; i < kAcc; i += 4) {
+                const uint32_t a = red + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16);
+                asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(a), "f"(acc[sl][i]), "f"(acc[sl][i + 1]),
+                             "f"(acc[sl][i + 2]), "f"(acc[sl][i + 3])
+                             : "memory");
+              }
+            cluster_sync();
+            if (wu.split == 0) {
+              for (int sp = 1; sp < k_splits; ++sp) {
+                const uint32_t peer = cluster_map(red, sp);
+#pragma unroll
+                for (int sl = 0; sl < kSlabs; ++sl)
+#pragma unroll
+                  for (int i = 0; i < kAcc; i += 4) {
+                    const float4 v = ld_cluster_f4(peer + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16));
+                    acc[sl][i] += v.x;
+                    acc[sl][i + 1] += v.y;
+                    acc[sl][i + 2] += v.z;
+                    acc[sl][i + 3] += v.w;
+                  }
+              }
             }
-          cluster_sync();
-          if (wu.split == 0) {
-            for (int sp = 1; sp < k_splits; ++sp) {
-              const uint32_t peer = cluster_map(red, sp);
-#pragma unroll
-              for (int sl = 0; sl < kSlabs; ++sl)
-#pragma unroll
-                for (int i = 0; i < kAcc; i += 4) {
-                  const float4 v = ld_cluster_f4(peer + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16));
-                  acc[sl][i] += v.x;
-                  acc[sl][i + 1] += v.y;
-                  acc[sl][i + 2] += v.z;
-                  acc[sl][i + 3] += v.w;
-                }
-            }
+            cluster_sync();
+            if (wu.split != 0) continue;
           }
-          cluster_sync();
-          if (wu.split != 0) continue;
         }
       }
       if (!G && partial_tile && !args.cluster_splits) {
@@ -859,12 +913,15 @@ __global__ void __launch_bounds__(kWgThreads, 1)
           // Pairs of 8-token groups with .x4, an odd last group (BM = 8, 24, 40, ...) with .x2 (its
           // lanes 0..15 give the addresses of the group's two 8-row halves).
 #pragma unroll
-          for (int i = 0; i + 1 < BM / 8; i += 2)
+          for (int i = 0; i + 1 < BM / 8; i += 2) {
+            if constexpr (kHalfTiles)
+              if (8 * (i + 2) <= own_lo || 8 * i >= own_hi) continue;  // groups another split writes
             stmatrix_x4_trans(epi + i * 8 * Cfg::kEpiRowBytes + st_off,
                               pack_pair<T>(a[4 * i] * alpha + b0, a[4 * i + 1] * alpha + b0),
                               pack_pair<T>(a[4 * i + 2] * alpha + b1, a[4 * i + 3] * alpha + b1),
                               pack_pair<T>(a[4 * i + 4] * alpha + b0, a[4 * i + 5] * alpha + b0),
                               pack_pair<T>(a[4 * i + 6] * alpha + b1, a[4 * i + 7] * alpha + b1));
+          }
           if constexpr ((BM / 8) % 2 == 1) {
             constexpr int i = BM / 8 - 1;
             stmatrix_x2_trans(epi + i * 8 * Cfg::kEpiRowBytes + st_off,
@@ -890,15 +947,18 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 #pragma unroll
             for (int j = 0; j < 8 && it0 + j < kIt; ++j) {
               const int seg = ((it0 + j) * 8 + cw) * 4 + sub;  // token seg / 2, warpgroup seg % 2
-              if (seg < 2 * BM) v[j] = lds_u4(epi + (seg >> 1) * Cfg::kEpiRowBytes + (seg & 1) * 128 + part * 16);
+              bool in = seg < 2 * BM;
+              if constexpr (kHalfTiles) in = in && (seg >> 1) >= own_lo && (seg >> 1) < own_hi;
+              if (in) v[j] = lds_u4(epi + (seg >> 1) * Cfg::kEpiRowBytes + (seg & 1) * 128 + part * 16);
             }
 #pragma unroll
             for (int j = 0; j < 8 && it0 + j < kIt; ++j) {
               const int seg = ((it0 + j) * 8 + cw) * 4 + sub;
               const int tok = seg >> 1;
               const int n0 = nt * BN + ((seg & 1) * kSlabs + sl) * 64 + part * 8;
-              if (seg < 2 * BM && tok < rows_left && n0 < args.n)
-                stg_u4(dt + int64_t(tok0 + tok) * args.ldd + n0, v[j]);
+              bool in = seg < 2 * BM && tok < rows_left && n0 < args.n;
+              if constexpr (kHalfTiles) in = in && tok >= own_lo && tok < own_hi;
+              if (in) stg_u4(dt + int64_t(tok0 + tok) * args.ldd + n0, v[j]);
             }
           }
         }
@@ -911,16 +971,21 @@ __global__ void __launch_bounds__(kWgThreads, 1)
             if (row >= args.n) continue;
             const float b = bias ? wg_from_out<T>(bias[row]) : 0.0f;
 #pragma unroll
-            for (int i = 0; i < BM / 8; ++i)
+            for (int i = 0; i < BM / 8; ++i) {
+              if constexpr (kHalfTiles)
+                if (8 * i < own_lo || 8 * i >= own_hi) continue;
 #pragma unroll
               for (int e = 0; e < 2; ++e) {
                 const int tok = tok0 + 8 * i + 2 * c + e;
                 if (tok < x.rows)
                   dt[int64_t(tok) * args.ldd + row] = wg_to_out<T>(acc[sl][4 * i + 2 * h + e] * alpha + b);
               }
+            }
           }
         }
       }
+      if constexpr (kHalfTiles)
+        if (cluster_pending) cluster_sync();  // the peer has read this CTA's partials
     }
     if constexpr (kStoreWarpsCfg) {
       if (store_warps) {  // no more passes: the store warps leave once they have copied the last one
