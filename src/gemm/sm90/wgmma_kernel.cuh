@@ -515,9 +515,9 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   // Dense 2-way cluster split-K with 96 tokens or more per tile: each split reduces and writes half
   // of the tile (below). H100 session 34, graph replay with PDL, against split 0 reducing and
   // writing all of it: 4096x4096 at M = 192..512 and 6144x4096 at M = 96 / 128 -2..-5 % (the
-  // larger layers within their +-4 % run-to-run spread). The 24..64-token tiles lost 2-5 % with the same code: their
-  // mainloop's stage addressing left the uniform datapath (ULOP3 -> LOP3 + R2UR), so they keep the
-  // single-reducer path, as do 4- and 8-way splits.
+  // larger layers within their +-4 % run-to-run spread). The 24..64-token tiles lost up to 4.6 %
+  // with the same code: their mainloop's stage addressing left the uniform datapath (ULOP3 ->
+  // LOP3 + R2UR), so they keep the single-reducer path, as do 4- and 8-way splits.
   constexpr bool kHalfTiles = !G && Cfg::kClusterReduce && BM >= 96;
   const bool store_warps = kStoreWarpsCfg && args.store_warps;
   __shared__ WgEpiDesc epi_desc;
@@ -767,6 +767,23 @@ __global__ void __launch_bounds__(kWgThreads, 1)
           static_assert(Cfg::kAcc % 4 == 0, "float4 partials");
           const int ct = int(threadIdx.x) - 128;  // consumer thread 0..255
           const uint32_t red = smem_base;         // [kSlabs * kAcc / 4][256] float4
+          // Accumulators i..i+3 of slab sl (8-token group i / 4) in that layout; stored locally,
+          // added from a peer's copy (peer: the shared::cluster address of its `red`).
+          auto partial_at = [&](uint32_t base, int sl, int i) {
+            return base + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16);
+          };
+          auto store_partial = [&](int sl, int i) {
+            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(partial_at(red, sl, i)), "f"(acc[sl][i]),
+                         "f"(acc[sl][i + 1]), "f"(acc[sl][i + 2]), "f"(acc[sl][i + 3])
+                         : "memory");
+          };
+          auto add_partial = [&](uint32_t peer, int sl, int i) {
+            const float4 v = ld_cluster_f4(partial_at(peer, sl, i));
+            acc[sl][i] += v.x;
+            acc[sl][i + 1] += v.y;
+            acc[sl][i + 2] += v.z;
+            acc[sl][i + 3] += v.w;
+          };
           consumer_barrier();  // the other warpgroup has finished reading the stages (lds, wgmma)
           bool halves = false;
           if constexpr (kHalfTiles) halves = k_splits == 2;
@@ -783,26 +800,15 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
-              for (int i = 0; i < kAcc; i += 4) {
-                if (i / 4 >= glo && i / 4 < ghi) continue;  // the peer's groups only
-                const uint32_t a = red + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16);
-                asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(a), "f"(acc[sl][i]),
-                             "f"(acc[sl][i + 1]), "f"(acc[sl][i + 2]), "f"(acc[sl][i + 3])
-                             : "memory");
-              }
+              for (int i = 0; i < kAcc; i += 4)
+                if (i / 4 < glo || i / 4 >= ghi) store_partial(sl, i);  // the peer's groups only
             cluster_sync();
             const uint32_t peer = cluster_map(red, wu.split ^ 1);
 #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
-              for (int i = 0; i < kAcc; i += 4) {
-                if (i / 4 < glo || i / 4 >= ghi) continue;
-                const float4 v = ld_cluster_f4(peer + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16));
-                acc[sl][i] += v.x;
-                acc[sl][i + 1] += v.y;
-                acc[sl][i + 2] += v.z;
-                acc[sl][i + 3] += v.w;
-              }
+              for (int i = 0; i < kAcc; i += 4)
+                if (i / 4 >= glo && i / 4 < ghi) add_partial(peer, sl, i);
             own_lo = 8 * glo;
             own_hi = 8 * ghi;
             cluster_pending = true;
@@ -810,12 +816,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 #pragma unroll
             for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
-              for (int i = 0; i < kAcc; i += 4) {
-                const uint32_t a = red + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16);
-                asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(a), "f"(acc[sl][i]), "f"(acc[sl][i + 1]),
-                             "f"(acc[sl][i + 2]), "f"(acc[sl][i + 3])
-                             : "memory");
-              }
+              for (int i = 0; i < kAcc; i += 4) store_partial(sl, i);
             cluster_sync();
             if (wu.split == 0) {
               for (int sp = 1; sp < k_splits; ++sp) {
@@ -823,13 +824,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 #pragma unroll
                 for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
-                  for (int i = 0; i < kAcc; i += 4) {
-                    const float4 v = ld_cluster_f4(peer + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16));
-                    acc[sl][i] += v.x;
-                    acc[sl][i + 1] += v.y;
-                    acc[sl][i + 2] += v.z;
-                    acc[sl][i + 3] += v.w;
-                  }
+                  for (int i = 0; i < kAcc; i += 4) add_partial(peer, sl, i);
               }
             }
             cluster_sync();
