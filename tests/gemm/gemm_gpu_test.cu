@@ -291,11 +291,13 @@ TEST(GemmGpu, W4A16LargeMRaggedAllTactics) {
   EXPECT_GT(total, 0);
 }
 
-// Two-way split-K inside a cluster (wgmma_kernel.cuh). N = 6344 gives 50 tiles of 128 weight rows,
-// so every 128-row tile that holds M in one token tile splits K (17 chunks) in two. Tiles of 96 tokens
-// or more: each split reduces and writes half of the tile's 8-token groups (M = 90 / 100 / 200: split
-// 1's half partly past M on the 96..256-token tiles that hold M; at M = 100 the 224- and 256-token
-// tiles' second half lies wholly past it). Smaller tiles (M = 20 / 40): split 0 reduces and writes all.
+// Two-way split-K inside a cluster (wgmma_kernel.cuh), every wgmma tactic. N = 6344 gives 50 tiles
+// of 128 weight rows and 25 of 256, K = 1040 / 1056 17 chunks, so a tactic with 45..66 tiles splits K
+// in two: the 128-row tiles that hold M in one token tile, the 256-row ones that take two. Tiles of 96
+// tokens or more: each split reduces and writes half of the tile's 8-token groups, split 1's half
+// partly past M (e.g. M = 90 on 96..160 tokens, M = 100 on 112..192, M = 200 on 224 / 256) or wholly
+// past it (M = 20 / 40 on all of them, M = 90 on 192..256). Tiles under 96 tokens (M = 20 / 40): split
+// 0 reduces and writes all.
 TEST(GemmGpu, TwoWayClusterSplitRagged) {
   FP4KIT_REQUIRE_SM90A();
   uint32_t seed = std::random_device{}();

@@ -514,8 +514,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   constexpr bool kStoreWarpsCfg = G && Cfg::kSlabs == 1 && BM > 64;
   // Dense 2-way cluster split-K with 96 tokens or more per tile: each split reduces and writes half
   // of the tile (below). H100 session 34, graph replay with PDL, against split 0 reducing and
-  // writing all of it: 4096x4096 at M = 192..512 and 6144x4096 at M = 96 / 128 -2..-5 % (the
-  // larger layers within their +-4 % run-to-run spread). The 24..64-token tiles lost up to 4.6 %
+  // writing all of it: 4096x4096 at M = 192..512 and 6144x4096 at M = 96 / 128 -1.6..-5.5 % (the
+  // larger layers within their run-to-run spread, up to +-6 %). The 24..64-token tiles lost up to 4.6 %
   // with the same code: their mainloop's stage addressing left the uniform datapath (ULOP3 ->
   // LOP3 + R2UR), so they keep the single-reducer path, as do 4- and 8-way splits.
   constexpr bool kHalfTiles = !G && Cfg::kClusterReduce && BM >= 96;
