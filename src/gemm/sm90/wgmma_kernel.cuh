@@ -518,8 +518,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   // larger layers within their run-to-run spread, up to +-6 %). The 24..64-token tiles lost up to 4.6 %
   // with the same code: their mainloop's stage addressing left the uniform datapath (ULOP3 ->
   // LOP3 + R2UR), so they keep the single-reducer path, as do 4- and 8-way splits. (Cause: the
-  // peer's mapa rank below comes from wu.split; from %cluster_ctarank the small tiles stay uniform:
-  // docs/wip/wgmma-halves-all-tiles.patch, not yet measured.)
+  // peer's mapa rank below comes from wu.split; from %cluster_ctarank the small tiles stay uniform,
+  // but then gained nothing: docs/wip/wgmma-halves-all-tiles.patch.)
   constexpr bool kHalfTiles = !G && Cfg::kClusterReduce && BM >= 96;
   const bool store_warps = kStoreWarpsCfg && args.store_warps;
   __shared__ WgEpiDesc epi_desc;
