@@ -62,9 +62,12 @@ Status validate(const GroupedGemmParams& p, const char* fn) {
       .multiple_of(lda, 8, "lda", "rows of A must stay 16-byte aligned")
       .aligned(p.a, 16, "a")
       .aligned(p.b_prepacked, 16, "b_prepacked")
-      .size_fits(p.max_rows, lda, 2, "A")
+      .size_fits(p.row_token ? p.a_rows : p.max_rows, lda, 2, "A")
       .size_fits(p.max_rows, ldd, 2, "D")
       .size_fits(p.groups, prepacked_weight_bytes(p.n, p.k), 1, "B");
+  if (p.row_token != nullptr)
+    check.require(p.a_rows > 0 && p.a_rows < (int64_t(1) << 31), StatusCode::kInvalidArgument,
+                  "a_rows (rows of the gathered A) must be in [1, 2^31) with row_token");
   if (p.tactic >= kTacticCount || p.tactic < -1)
     check.require(false, StatusCode::kInvalidArgument, "unknown grouped tactic " + std::to_string(p.tactic));
   return check.status();
@@ -76,6 +79,9 @@ const GroupedTactic& choose(const GroupedGemmParams& p) {
 }
 
 Status tactic_can_implement(const GroupedTactic& t, const GroupedGemmParams& p) {
+  if (p.row_token != nullptr && t.family != GroupedFamily::kWgmma)
+    return Status(StatusCode::kNotSupported,
+                  std::string("grouped tactic ") + t.name + ": gathered A rows (row_token) need a wgmma tactic");
   return t.family == GroupedFamily::kDecode ? grouped_decode_can_implement(t, p) : grouped_wgmma_can_implement(t, p);
 }
 

@@ -59,6 +59,11 @@ struct GroupedGemmParams {
   // between starts only after that trigger): the dp decode kernel then reads them and requests its
   // first weights before waiting for the previous kernel (which produces the activations).
   bool groups_ready = false;
+  // Optional, wgmma tactics only: the rows of A are gathered. Row r of the grouped problem reads
+  // row row_token[r] (device int32 [max_rows], each in [0, a_rows)) of `a`, an [a_rows, lda] matrix,
+  // in place of a permuted copy (the MoE's FC1 reading its tokens). D is written as without it.
+  const int32_t* row_token = nullptr;
+  int64_t a_rows = 0;
 };
 
 enum class GroupedFamily { kDecode, kWgmma };

@@ -21,7 +21,10 @@
 //       n <= 4096 and E_local <= 512: ONE kernel (permute_gather_fused_kernel, 512 threads); every
 //       block ranks all entries itself (deterministic, so all blocks agree), block 0 publishes the
 //       metadata, and all blocks gather. Otherwise four kernels: per-chunk counts, one-block scan,
-//       per-chunk ranks, gather (the id check, if on, runs before the gather).
+//       per-chunk ranks, gather (the id check, if on, runs before the gather); where FC1 runs the
+//       256x128 tile with 2I <= 1024 (fc1_gathers_rows) the rank kernel writes each row's token
+//       instead and FC1 reads x (W4A16) or the tokens quantized once (W4A4, one activation global)
+//       in place, without A1 and the gather.
 //  c    FC1: grouped GEMM (gemm/grouped.h) over the E_local groups, F1[rows, 2I] = alpha1[e] * A1 · W1_eᵀ.
 //       Tactic (moe/moe_tactics.h): fc1_tactic, else the tuning cache's for (FC1, T), else the heuristic's.
 //  d    SwiGLU (swiglu_finalize.cu): h = silu(gate) * up with up = F1[:, 0:I], gate = F1[:, I:2I],
@@ -46,6 +49,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "common/cuda_check.h"
@@ -56,6 +60,7 @@
 #include "fp4kit/tune.h"
 #include "gemm/grouped.h"
 #include "gemm/prepacked_layout.h"
+#include "gemm/tactics.h"  // env_digit
 #include "moe/fused_decode.h"
 #include "moe/moe_kernels.h"
 #include "moe/moe_path.h"
@@ -71,6 +76,21 @@ using moe_impl::MoeDims;
 using moe_impl::MoeWorkspaceLayout;
 
 std::string num(int64_t v) { return std::to_string(v); }
+
+// FC1 reads its rows in place (GroupedGemmParams::row_token) where that pays: its tactic (forced,
+// tuned or the heuristic's) is a wgmma tile of sm90::kGatherRowsBN = 256 weight rows (the only one
+// that gathers), and it has at most kGatherMaxNTiles n tiles, i.e. reads each token row at most that
+// often through single-row TMA boxes. H100 session 35 (docs/MOE.md, docs/PERF.md), T = 2048 on the
+// 256x128 tile, gathered vs in place: fi-256 (2 n tiles) -6.0 / -6.7 %, Qwen3.6-35B-A3B (4) -1.4 /
+// -2.5 %, Qwen3-30B-A3B T = 1024 (6) +-0.5 %, DeepSeek-V3 (16) +3.2 / +4.4 %.
+constexpr int64_t kGatherMaxNTiles = 4;
+bool fc1_gathers_rows(gemm_impl::GroupedGemmParams g1, const int32_t* row_token, int64_t tokens) {
+  if (g1.n > kGatherMaxNTiles * 256) return false;
+  g1.tactic = g1.tactic >= 0 ? g1.tactic : gemm_impl::grouped_gemm_default_tactic(g1);
+  g1.row_token = row_token;
+  g1.a_rows = tokens;
+  return gemm_impl::grouped_gemm_can_implement(g1).is_ok();
+}
 
 // Shapes, enums, dtypes, tactics: everything moe_workspace_bytes depends on.
 void check_problem(ArgCheck& c, const MoeParams& p) {
@@ -397,6 +417,25 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   if (moe_impl::use_fused_permute(d.rows, d.e_local)) {
     FP4KIT_RETURN_IF_ERROR(moe_impl::launch_permute_gather_fused(pa, ga, sms, stream));
     FP4KIT_RETURN_IF_ERROR(check_ids());
+  } else if (moe_impl::fc1_row_gather_enabled() && fc1_gathers_rows(g1, row_expert, d.tokens) &&
+             (ga.mode == moe_impl::GatherMode::kCopy || (ga.mode == moe_impl::GatherMode::kQuantize && !ga.per_expert))) {
+    // FC1 reads the token rows in place (moe_kernels.h, fc1_row_gather_enabled): no gather. The rank
+    // kernel writes each row's token into row_expert's region (only per-expert activation globals,
+    // which keep the gather below, read row_expert); W4A4 quantizes each token once into act, which
+    // FC1 reads and SwiGLU overwrites after it.
+    pa.row_token = row_expert;
+    pa.row_expert = nullptr;
+    FP4KIT_RETURN_IF_ERROR(moe_impl::launch_permute_multi(pa, stream));
+    FP4KIT_RETURN_IF_ERROR(check_ids());
+    g1.a = p.input;
+    if (ga.mode == moe_impl::GatherMode::kQuantize) {
+      moe_impl::GatherArgs q = ga;
+      q.a1 = act;
+      FP4KIT_RETURN_IF_ERROR(moe_impl::launch_quantize_rows(q, d.tokens, sms, stream));
+      g1.a = act;
+    }
+    g1.row_token = row_expert;
+    g1.a_rows = d.tokens;
   } else {
     FP4KIT_RETURN_IF_ERROR(moe_impl::launch_permute_multi(pa, stream));
     FP4KIT_RETURN_IF_ERROR(check_ids());
@@ -443,5 +482,20 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   fa.pdl = true;
   return moe_impl::launch_finalize(fa, sms, stream);
 }
+
+namespace moe_impl {
+namespace {
+std::atomic<int>& fc1_row_gather_forced() {
+  static std::atomic<int> forced{gemm_impl::env_digit("FP4KIT_MOE_ROW_GATHER", "01")};
+  return forced;
+}
+}  // namespace
+
+bool fc1_row_gather_enabled() { return fc1_row_gather_forced().load(std::memory_order_relaxed) != 0; }
+
+int set_fc1_row_gather_override(int forced) {
+  return fc1_row_gather_forced().exchange(forced < 0 ? -1 : forced == 1 ? 1 : 0);
+}
+}  // namespace moe_impl
 
 }  // namespace fp4kit

@@ -61,6 +61,15 @@ inline bool quant_thread_per_block(int64_t nvfp4_blocks, int sm_count, int force
 bool quant_thread_per_block(int64_t nvfp4_blocks, int sm_count);
 int set_quant_thread_per_block_override(int forced);
 
+// The pipeline's FC1 on the 256x128 wgmma tile (the only one whose tensor work outlasts one TMA box
+// per activation row: sm90::kGatherRowsBN) with 2I <= 1024 (fused_moe.cu, fc1_gathers_rows) reads
+// its activation rows in place through row_token (sm90::wg_gather_producer) instead of a gathered
+// copy A1: W4A16 reads x, W4A4 with one activation global the tokens quantized once. On by default;
+// FP4KIT_MOE_ROW_GATHER=0|1 at the first call, or set_fc1_row_gather_override (tests: -1 = default,
+// 0 / 1 = off / on; returns the previous).
+bool fc1_row_gather_enabled();
+int set_fc1_row_gather_override(int forced);
+
 inline int64_t chunk_count(int64_t rows, int64_t e_local) {
   const int64_t c = chunk_entries(e_local);
   return (rows + c - 1) / c;
@@ -91,7 +100,7 @@ struct PermuteArgs {
   int32_t* active = nullptr;      // [e_local]: local experts with rows, ascending
   int32_t* num_active = nullptr;  // [1]
   int32_t* row_expert = nullptr;  // [n]: local expert of each permuted row (null: not written)
-  int32_t* row_token = nullptr;   // fused path, optional: [n] token of each permuted row
+  int32_t* row_token = nullptr;   // optional: [n] token of each permuted row (FC1 reads x through it)
   int32_t* error_flag = nullptr;  // [1]: kBadExpertId | kGroupOverflow bits
   int32_t* chunk_counts = nullptr;  // multi-kernel path: [chunks][e_local]
   int32_t* chunk_flags = nullptr;   // multi-kernel path: [chunks]

@@ -410,7 +410,7 @@ __global__ void __launch_bounds__(kScanThreads) permute_scan_kernel(PermuteArgs 
   }
 }
 
-// K3: ranks each chunk again (the same way as K1) and writes perm and row_expert.
+// K3: ranks each chunk again (the same way as K1) and writes perm and row_expert (or row_token).
 __global__ void __launch_bounds__(kPermuteThreads) permute_rank_kernel(PermuteArgs a, int warps) {
   extern __shared__ uint16_t dyn_table[];
   const ChunkGeometry cg = chunk_geometry(a, warps);
@@ -430,7 +430,8 @@ __global__ void __launch_bounds__(kPermuteThreads) permute_rank_kernel(PermuteAr
       int row = -1;
       if (e[it] >= 0) {
         row = base[e[it]] + dyn_table[warp * a.e_local + e[it]] + rank[it];
-        a.row_expert[row] = e[it];
+        if (a.row_expert) a.row_expert[row] = e[it];
+        if (a.row_token) a.row_token[row] = (cg.c0 + li) / a.top_k;
       }
       a.perm[cg.c0 + li] = row;
     }

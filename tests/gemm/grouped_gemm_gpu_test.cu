@@ -56,8 +56,17 @@ void run_case(const Case& c, uint32_t seed) {
     s = r < 8 ? 0 : uint8_t(format::float_to_e4m3(mag(rng)) | (r & 1 ? 0x80 : 0));
   }
   std::normal_distribution<float> nd(0.0f, 1.0f);
+  // A is a gathered copy of `src` (row r = src row row_token[r], repeats included): the 256-row wgmma
+  // tiles also run on src through row_token (GroupedGemmParams::row_token) and must match bitwise.
+  const int64_t src_rows = used_rows / 2 + 3;
+  std::vector<uint16_t> src(src_rows * k);
+  for (auto& x : src) x = c.dtype == DType::kBF16 ? format::float_to_bf16(nd(rng)) : format::float_to_fp16(nd(rng));
+  std::vector<int32_t> row_token(max_rows);
   std::vector<uint16_t> a(max_rows * k);
-  for (auto& x : a) x = c.dtype == DType::kBF16 ? format::float_to_bf16(nd(rng)) : format::float_to_fp16(nd(rng));
+  for (int64_t r = 0; r < max_rows; ++r) {
+    row_token[r] = int32_t(rng() % uint32_t(src_rows));
+    std::memcpy(a.data() + r * k, src.data() + int64_t(row_token[r]) * k, size_t(k) * 2);
+  }
   std::vector<float> alpha(G);
   for (auto& x : alpha) x = std::ldexp(mag(rng), -3);
 
@@ -77,10 +86,12 @@ void run_case(const Case& c, uint32_t seed) {
     Status s = prepack_weights(pp, nullptr);
     ASSERT_TRUE(s.is_ok()) << s.to_string();
   }
-  DeviceBuffer<uint16_t> d_a(a.size()), d_d(max_rows * n);
-  DeviceBuffer<int32_t> d_off(offsets.size()), d_act(active.size()), d_num(1);
+  DeviceBuffer<uint16_t> d_a(a.size()), d_src(src.size()), d_d(max_rows * n);
+  DeviceBuffer<int32_t> d_off(offsets.size()), d_act(active.size()), d_num(1), d_row_token(row_token.size());
   DeviceBuffer<float> d_alpha(G);
   d_a.upload(a);
+  d_src.upload(src);
+  d_row_token.upload(row_token);
   d_off.upload(offsets);
   d_act.upload(active);
   d_num.upload({num_active});
@@ -141,6 +152,28 @@ void run_case(const Case& c, uint32_t seed) {
       if (rep == 1) {
         EXPECT_EQ(0, std::memcmp(first.data(), out.data(), out.size() * 2)) << what << ": rerun not bit-identical";
         break;
+      }
+      const int id = tactic >= 0 ? tactic : gemm_impl::grouped_gemm_default_tactic(p);
+      const gemm_impl::GroupedTactic& gt = *gemm_impl::grouped_gemm_tactic(id);
+      if (gt.family == gemm_impl::GroupedFamily::kWgmma && gt.block_n == 256) {
+        // The same rows read in place through row_token: the same bits.
+        GroupedGemmParams q = p;
+        q.a = d_src.ptr;
+        q.a_rows = src_rows;
+        q.row_token = d_row_token.ptr;
+        cudaMemset(d_d.ptr, 0xFF, max_rows * n * 2);
+        Status sg = gemm_impl::grouped_gemm(q, nullptr, 0, nullptr);
+        ASSERT_TRUE(sg.is_ok()) << what << " gathered: " << sg.to_string();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what << " gathered";
+        EXPECT_EQ(0, std::memcmp(out.data(), d_d.download().data(), out.size() * 2))
+            << what << ": gathered rows differ from the permuted copy";
+      } else {
+        GroupedGemmParams q = p;
+        q.a = d_src.ptr;
+        q.a_rows = src_rows;
+        q.row_token = d_row_token.ptr;
+        EXPECT_EQ(gemm_impl::grouped_gemm_can_implement(q).code(), StatusCode::kNotSupported)
+            << what << ": only the 256-row wgmma tiles gather rows";
       }
       first = out;
       double num = 0, den = 0;

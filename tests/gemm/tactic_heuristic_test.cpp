@@ -456,5 +456,31 @@ TEST(TacticTables, EveryTacticIsInstantiated) {
   }
 }
 
+// Gathered A rows (GroupedGemmParams::row_token, the MoE FC1 reading its tokens in place): the
+// 256-row wgmma tiles only, and the source matrix's row count is required.
+TEST(TacticTables, GatheredRowsOnlyOnWgmmaTactics) {
+  GroupedGemmParams g;
+  g.groups = 4, g.max_rows = 16, g.max_group_rows = 8, g.n = 256, g.k = 256;
+  g.a = g_fake;
+  g.offsets = reinterpret_cast<const int*>(g_fake);
+  g.active = reinterpret_cast<const int*>(g_fake);
+  g.num_active = reinterpret_cast<const int*>(g_fake);
+  g.b_prepacked = g_fake;
+  g.alpha = reinterpret_cast<const float*>(g_fake);
+  g.d = g_fake;
+  g.row_token = reinterpret_cast<const int*>(g_fake);
+  g.a_rows = 0;
+  EXPECT_EQ(grouped_gemm_can_implement(g).code(), StatusCode::kInvalidArgument);
+  g.a_rows = 3;
+  for (int id = 0; id < grouped_gemm_tactic_count(); ++id) {
+    g.tactic = id;
+    const Status s = grouped_gemm_can_implement(g);
+    if (grouped_gemm_tactic(id)->family == GroupedFamily::kWgmma && grouped_gemm_tactic(id)->block_n == 256)
+      EXPECT_TRUE(s.is_ok()) << grouped_gemm_tactic(id)->name << ": " << s.to_string();
+    else
+      EXPECT_EQ(s.code(), StatusCode::kNotSupported) << grouped_gemm_tactic(id)->name << ": " << s.to_string();
+  }
+}
+
 }  // namespace
 }  // namespace fp4kit::gemm_impl

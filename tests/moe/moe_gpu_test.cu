@@ -24,6 +24,7 @@
 #include "fp4kit/layout.h"
 #include "fp4kit/moe.h"
 #include "fp4kit/reference.h"
+#include "gemm/grouped.h"
 #include "moe/fused_decode.h"
 #include "moe/moe_path.h"
 #include "moe/per_entry.h"  // per_entry_prestages
@@ -518,6 +519,60 @@ TEST(MoeGpu, W4A4ThreadPerBlockRoundTripsBitIdentical) {
           << "one thread per block differs from four lanes per block";
       if (HasFailure()) return;
     }
+  }
+}
+
+// The pipeline's FC1 reading its token rows in place (moe_impl::fc1_row_gather_enabled: one TMA row
+// box per row, no gather kernel) against the gathered copy: the same bits. More than 4096 rows (the
+// multi-kernel permutation) and 137..215 rows per expert with 2I >= 256 (FC1 on the 256x128 tile,
+// the one that gathers); W4A16 in both dtypes, W4A4 with one activation global (tokens quantized
+// once, read in place) and per expert (gathered either way), and expert parallelism.
+TEST(MoeGpu, Fc1RowGatherBitIdenticalToGatheredCopy) {
+  FP4KIT_REQUIRE_SM90A();
+  struct Restore {
+    ~Restore() { moe_impl::set_fc1_row_gather_override(-1); }
+  } restore;
+  uint32_t seed = 4300;
+  const Config cases[] = {
+      {1100, 192, 128, 32, 4, 1, 0, MoeMode::kW4A16, DType::kBF16},
+      {1100, 192, 128, 32, 4, 1, 0, MoeMode::kW4A16, DType::kFP16},
+      {1030, 256, 128, 24, 5, 1, 0, MoeMode::kW4A4, DType::kBF16},
+      {1100, 192, 128, 64, 4, 2, 1, MoeMode::kW4A16, DType::kBF16},  // expert parallel: local rows only
+      {1100, 192, 128, 32, 4, 1, 0, MoeMode::kW4A4, DType::kFP16, false, true},
+  };
+  for (const Config& c : cases) {
+    SCOPED_TRACE(c.name());
+    {
+      // FC1's tactic as fused_moe's heuristic picks it (no tuning cache in the tests): 256x128.
+      gemm_impl::GroupedGemmParams g;
+      g.groups = c.E / c.ep_size;
+      g.max_rows = c.T * c.k;
+      g.max_group_rows = c.T;
+      g.n = 2 * c.I;
+      g.k = c.H;
+      const gemm_impl::GroupedTactic* t = gemm_impl::grouped_gemm_tactic(gemm_impl::grouped_gemm_default_tactic(g));
+      ASSERT_TRUE(t != nullptr && t->block_n == 256) << "FC1 would not run the 256x128 tile";
+    }
+    const Layer L = make_layer(c, seed++);
+    const RefOut ref = reference_run(L, L.sel);
+    DeviceLayer D(L);
+    const size_t ws_bytes = moe_workspace_bytes(D.p);
+    DeviceBuffer<uint8_t> ws(ws_bytes);
+    std::vector<uint16_t> out[2];
+    for (int forced : {0, 1}) {
+      moe_impl::set_fc1_row_gather_override(forced);
+      D.out.poison();
+      ws.poison();
+      FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      out[forced] = D.out.download();
+      const Compare r = compare(out[forced], ref, c.act);
+      EXPECT_EQ(r.nonfinite, 0) << "row gather " << forced;
+      EXPECT_LE(r.rel, 5e-3) << "row gather " << forced;
+    }
+    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 2), 0)
+        << "FC1 reading rows in place differs from the gathered copy";
+    if (HasFailure()) return;
   }
 }
 

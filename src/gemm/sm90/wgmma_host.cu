@@ -320,6 +320,10 @@ Status grouped_wgmma_can_implement(const GroupedTactic& t, const GroupedGemmPara
   const int64_t m_tiles = ceil_div(p.max_rows, t.block_m) + p.groups;
   if (m_tiles * ceil_div(p.n, t.block_n) >= (int64_t(1) << 31))
     return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name + ": too many tiles");
+  if (p.row_token != nullptr && t.block_n != sm90::kGatherRowsBN)
+    return Status(StatusCode::kNotSupported, std::string("grouped tactic ") + t.name +
+                                                 ": gathered A rows (row_token) need " +
+                                                 std::to_string(sm90::kGatherRowsBN) + " weight rows per tile");
   return Status::ok();
 }
 
@@ -331,7 +335,10 @@ Status grouped_wgmma_launch(const GroupedTactic& t, const GroupedGemmParams& p, 
   EncodeTiledFn fn = nullptr;
   FP4KIT_RETURN_IF_ERROR(encode_fn(&fn));
   CUtensorMap map_a, map_w, map_s;
-  FP4KIT_RETURN_IF_ERROR(encode_activation_map(fn, &map_a, p.a_dtype, p.a, p.k, p.max_rows, lda, t.block_m));
+  // Gathered rows: a map over the source matrix with single-row boxes (wg_gather_producer).
+  const bool gathered = p.row_token != nullptr;
+  FP4KIT_RETURN_IF_ERROR(encode_activation_map(fn, &map_a, p.a_dtype, p.a, p.k, gathered ? p.a_rows : p.max_rows, lda,
+                                               gathered ? 1 : t.block_m));
   FP4KIT_RETURN_IF_ERROR(encode_weight_maps(fn, &map_w, &map_s, p.b_prepacked, s, p.groups, t.block_n));
   sm90::WgmmaGemmArgs a{};
   a.m = 0;
@@ -345,7 +352,8 @@ Status grouped_wgmma_launch(const GroupedTactic& t, const GroupedGemmParams& p, 
   a.d = p.d;
   a.ldd = p.ldd ? p.ldd : p.n;
   a.vec_epilogue = vec_epilogue_ok(p.d, a.ldd, p.n);
-  a.store_warps = sm90::grouped_store_warps(a.vec_epilogue, a.k_chunks);
+  a.store_warps = gathered ? 0 : sm90::grouped_store_warps(a.vec_epilogue, a.k_chunks);
+  a.row_token = p.row_token;
   a.offsets = p.offsets;
   a.groups = int(p.groups);
   a.k_splits = 1;

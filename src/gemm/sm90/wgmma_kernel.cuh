@@ -96,6 +96,11 @@ struct WgmmaGemmArgs {
   // other tiles, and without vec_epilogue the consumers take the scalar path while the final
   // hand-off still releases the store warps).
   int store_warps;
+  // Grouped mode, BN = kGatherRowsBN only (else ignored), optional: row r of the grouped A is row
+  // row_token[r] of the tensor map's matrix (the MoE's tokens, read in place instead of a gathered
+  // copy). The producer warpgroup then loads the activation tile one 128-byte row at a time
+  // (wg_gather_producer); the host sets no store warps with it.
+  const int* row_token;
 };
 
 // The host's rule for WgmmaGemmArgs::store_warps: short K ranges only. H100 session 33 run 6 (ncu, MoE
@@ -108,6 +113,16 @@ inline int grouped_store_warps(int vec_epilogue, int k_chunks) {
 }
 
 constexpr int kWgMaxGroups = 1024;  // grouped mode: tile prefix sums live in shared memory
+
+// Grouped mode: the weight rows per tile of the only tiles that gather their activation rows
+// (WgmmaGemmArgs::row_token). Single-row TMA boxes cost the SM a fixed time per box whatever its
+// bytes, and a stage has only BN / 32 cycles of tensor work per token row at the dense peak: at
+// BN = 128 gathering BM rows per stage outlasts the stage's tensor and decode work (H100 session 35,
+// whole MoE layer at T = 1024 / 4096 on 128x64 / 128x144 / 128x256 tiles: 1.08-1.97x the time, the
+// gather kernel saved included; DeepSeek-V3's FC1 on 128x144 about 2.5x, i.e. ~16 cycles per box if
+// nothing else overlapped). At BN = 256 it about breaks even, so the layer gains where the gather
+// kernel it saves weighs more than FC1's extra time (fused_moe.cu, fc1_gathers_rows; docs/MOE.md).
+constexpr int kGatherRowsBN = 256;
 
 template <int BN, int BM, int S>
 struct WgCfg {
@@ -456,6 +471,60 @@ __device__ __forceinline__ uint4 lds_u4_volatile(uint32_t addr) {
   return v;
 }
 
+// Grouped mode with args.row_token (the MoE's FC1 reading the tokens in place): the producer loop
+// of all four producer warps. A tile's BM activation rows are BM single-row TMA boxes ([1 x 64],
+// 128 bytes; the 128B swizzle follows the shared-memory address bits, so row r written at
+// a_stage + 128 r lands where the [BM x 64] box would have put it). Warp w issues rows 4i + w, each
+// lane at most ceil(BM / 128) of them; the row -> token loads happen once per tile. Warp 0's lane 0
+// announces the stage's bytes (weights, scales, and 128 per valid row) and loads the weights; the
+// other warps' row copies may complete before that announcement (the transaction count goes
+// negative until it comes; the phase cannot complete before the one arrival). Rows past the group
+// are not loaded: their stale columns are computed and never stored.
+template <typename Cfg, int BN, int BM, int S>
+__device__ __forceinline__ void wg_gather_producer(const CUtensorMap* tma_a, const CUtensorMap* tma_w,
+                                                   const CUtensorMap* tma_s, const WgmmaGemmArgs& args,
+                                                   const int* prefix, const int* offsets, int num_tiles,
+                                                   uint32_t a_base, uint32_t w_base, uint32_t s_base,
+                                                   uint32_t full_bar, uint32_t empty_bar, int warp, int lane) {
+  constexpr int kRowsPerWarp = (BM + 3) / 4;
+  constexpr int kPerLane = (kRowsPerWarp + 31) / 32;
+  int stage = 0;
+  uint32_t phase = 0;
+  int group = 0;
+  WgSchedule sched(num_tiles, 1, args.k_chunks, false);
+  WgUnit wu;
+  while (sched.next(wu)) {
+    const WgTile x = wg_tile<true, BM, true>(args, prefix, offsets, wu.tile, group, lane);
+    const int row_tile0 = x.nt * (BN / 16);
+    const int tok0 = x.row0 + x.mt * BM;
+    const int valid = min(BM, x.row0 + x.rows - tok0);
+    int src[kPerLane];
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int r = 4 * (lane + 32 * j) + warp;
+      src[j] = (lane + 32 * j < kRowsPerWarp && r < valid) ? __ldg(args.row_token + tok0 + r) : -1;
+    }
+    const uint32_t tx = uint32_t(Cfg::kWBytes + Cfg::kSBytes + valid * 128);
+    for (int kb = wu.kb_begin; kb < wu.kb_end; ++kb) {
+      const uint32_t fb = full_bar + 8 * stage;
+      const uint32_t a_stage = a_base + stage * Cfg::kABytes;
+      mbar_wait(empty_bar + 8 * stage, phase ^ 1u);
+      if (warp == 0 && lane == 0) {
+        mbar_arrive_expect_tx(fb, tx);
+        tma_load_4d(w_base + stage * Cfg::kWBytes, tma_w, fb, 0, kb, row_tile0, x.g);
+        tma_load_4d(s_base + stage * Cfg::kSBytes, tma_s, fb, 0, kb, row_tile0, x.g);
+      }
+#pragma unroll
+      for (int j = 0; j < kPerLane; ++j)
+        if (src[j] >= 0) tma_load_2d(a_stage + (4 * (lane + 32 * j) + warp) * 128, tma_a, fb, kb * 64, src[j]);
+      if (++stage == S) {
+        stage = 0;
+        phase ^= 1u;
+      }
+    }
+  }
+}
+
 // ---- kernel ------------------------------------------------------------------------------------------
 // T: activation / operand type (bf16 or half); D and bias are T as well (W4A16).
 template <typename T, int BN, int BM, int S, bool G = false>
@@ -521,6 +590,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   // peer's mapa rank below comes from wu.split; from %cluster_ctarank the small tiles stay uniform,
   // but then gained nothing: docs/wip/wgmma-halves-all-tiles.patch.)
   constexpr bool kHalfTiles = !G && Cfg::kClusterReduce && BM >= 96;
+  // (Gathered rows keep every producer warp loading: the host sets no store warps with row_token.)
   const bool store_warps = kStoreWarpsCfg && args.store_warps;
   __shared__ WgEpiDesc epi_desc;
 
@@ -562,7 +632,15 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         }
       }
     }
-    if (warp == 0 && lane == 0) {
+    bool gathered = false;
+    if constexpr (G && BN == kGatherRowsBN) {
+      if (args.row_token != nullptr) {
+        gathered = true;
+        wg_gather_producer<Cfg, BN, BM, S>(&tma_a, &tma_w, &tma_s, args, prefix, offsets, num_tiles, a_base, w_base,
+                                           s_base, full_bar, empty_bar, warp, lane);
+      }
+    }
+    if (warp == 0 && lane == 0 && !gathered) {
       int stage = 0;
       uint32_t phase = 0;
       int group = 0;
