@@ -22,9 +22,9 @@
 //       block ranks all entries itself (deterministic, so all blocks agree), block 0 publishes the
 //       metadata, and all blocks gather. Otherwise four kernels: per-chunk counts, one-block scan,
 //       per-chunk ranks, gather (the id check, if on, runs before the gather); where FC1 runs the
-//       256x128 tile with 2I <= 1024 (fc1_gathers_rows) the rank kernel writes each row's token
-//       instead and FC1 reads x (W4A16) or the tokens quantized once (W4A4, one activation global)
-//       in place, without A1 and the gather.
+//       256x128 tile with few n tiles and rows per expert (fc1_gathers_rows) the rank kernel writes
+//       each row's token instead and FC1 reads x (W4A16) or the tokens quantized once (W4A4, one
+//       activation global) in place, without A1 and the gather.
 //  c    FC1: grouped GEMM (gemm/grouped.h) over the E_local groups, F1[rows, 2I] = alpha1[e] * A1 · W1_eᵀ.
 //       Tactic (moe/moe_tactics.h): fc1_tactic, else the tuning cache's for (FC1, T), else the heuristic's.
 //  d    SwiGLU (swiglu_finalize.cu): h = silu(gate) * up with up = F1[:, 0:I], gate = F1[:, I:2I],
@@ -77,15 +77,12 @@ using moe_impl::MoeWorkspaceLayout;
 
 std::string num(int64_t v) { return std::to_string(v); }
 
-// FC1 reads its rows in place (GroupedGemmParams::row_token) where that pays: its tactic (forced,
-// tuned or the heuristic's) is a wgmma tile of sm90::kGatherRowsBN = 256 weight rows (the only one
-// that gathers), and it has at most kGatherMaxNTiles n tiles, i.e. reads each token row at most that
-// often through single-row TMA boxes. H100 session 35 (docs/MOE.md, docs/PERF.md), T = 2048 on the
-// 256x128 tile, gathered vs in place: fi-256 (2 n tiles) -6.0 / -6.7 %, Qwen3.6-35B-A3B (4) -1.4 /
-// -2.5 %, Qwen3-30B-A3B T = 1024 (6) +-0.5 %, DeepSeek-V3 (16) +3.2 / +4.4 %.
-constexpr int64_t kGatherMaxNTiles = 4;
+// FC1 reads its rows in place (GroupedGemmParams::row_token) where that pays (moe_path.h,
+// fc1_row_gather_pays: few n tiles, few rows per expert) and its tactic (forced, tuned or the
+// heuristic's) can: a wgmma tile of sm90::kGatherRowsBN = 256 weight rows, the only one that gathers.
 bool fc1_gathers_rows(gemm_impl::GroupedGemmParams g1, const int32_t* row_token, int64_t tokens) {
-  if (g1.n > kGatherMaxNTiles * 256) return false;
+  const int64_t active = std::max<int64_t>(1, std::min(g1.groups, g1.max_rows));
+  if (!moe_impl::fc1_row_gather_pays(g1.n, (g1.max_rows + active - 1) / active)) return false;
   g1.tactic = g1.tactic >= 0 ? g1.tactic : gemm_impl::grouped_gemm_default_tactic(g1);
   g1.row_token = row_token;
   g1.a_rows = tokens;

@@ -62,7 +62,7 @@ bool quant_thread_per_block(int64_t nvfp4_blocks, int sm_count);
 int set_quant_thread_per_block_override(int forced);
 
 // The pipeline's FC1 on the 256x128 wgmma tile (the only one whose tensor work outlasts one TMA box
-// per activation row: sm90::kGatherRowsBN) with 2I <= 1024 (fused_moe.cu, fc1_gathers_rows) reads
+// per activation row: sm90::kGatherRowsBN) where that pays (moe_path.h, fc1_row_gather_pays) reads
 // its activation rows in place through row_token (sm90::wg_gather_producer) instead of a gathered
 // copy A1: W4A16 reads x, W4A4 with one activation global the tokens quantized once. On by default;
 // FP4KIT_MOE_ROW_GATHER=0|1 at the first call, or set_fc1_row_gather_override (tests: -1 = default,

@@ -138,4 +138,19 @@ inline bool is_moe_path(MoePath path) {
          path == MoePath::kFusedDecode;
 }
 
+// The pipeline's FC1 reading its token rows in place on the 256x128 grouped tile (fused_moe.cu,
+// fc1_gathers_rows; docs/MOE.md "FC1 reading the tokens in place"). It saves the gather kernel's copy
+// (per row) but loads each row as its own TMA box once per n tile of 256 weight rows and per stage,
+// ~14.5 SM cycles a box against ~3 cycles per row in one [128 x 64] box (fp4kit_micro_tma_rows, H100),
+// while a 256x128 stage holds 1024 cycles of tensor work. H100 session 35 (layer time, in place vs
+// gathered): fi-256 (2 n tiles) at 48 / 64 / 96 rows per expert -7.2..-7.8 / -5.2..-6.7 / -5.6..-5.8 %;
+// Qwen3.6 (4 n tiles) -1.6..-3.7 / -1.0..-2.5 / +2.5..+3.5 %; Qwen3-30B (6) at 64 rows +-0.5 %;
+// DeepSeek-V3 (16) at 64 rows +3.2..+4.4 %.
+inline constexpr int64_t kRowGatherMaxNTiles = 4;
+inline constexpr int64_t kRowGatherMaxRowsWide = 64;  // rows per expert, 3..4 n tiles
+inline bool fc1_row_gather_pays(int64_t fc1_n, int64_t mean_rows) {
+  const int64_t n_tiles = (fc1_n + 255) / 256;
+  return n_tiles <= 2 || (n_tiles <= kRowGatherMaxNTiles && mean_rows <= kRowGatherMaxRowsWide);
+}
+
 }  // namespace fp4kit::moe_impl

@@ -296,3 +296,15 @@ TEST(MoePath, PerEntryExpertSlices) {
 }
 
 }  // namespace
+
+// FC1 reading its rows in place (moe_path.h): fi-256 (2I = 512) at every rows-per-expert the 256x128
+// tile takes, Qwen3.6 (2I = 1024) up to 64 rows, never Qwen3-30B (1536) or DeepSeek-V3 (4096).
+TEST(MoePath, Fc1RowGatherRule) {
+  for (int64_t rows : {33, 48, 64, 96, 112, 137, 240}) {
+    EXPECT_TRUE(moe_impl::fc1_row_gather_pays(512, rows)) << rows;
+    EXPECT_EQ(moe_impl::fc1_row_gather_pays(1024, rows), rows <= 64) << rows;
+    EXPECT_FALSE(moe_impl::fc1_row_gather_pays(1536, rows)) << rows;
+    EXPECT_FALSE(moe_impl::fc1_row_gather_pays(4096, rows)) << rows;
+  }
+  EXPECT_TRUE(moe_impl::fc1_row_gather_pays(256, 200));  // one n tile
+}

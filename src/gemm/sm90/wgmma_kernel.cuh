@@ -119,8 +119,8 @@ constexpr int kWgMaxGroups = 1024;  // grouped mode: tile prefix sums live in sh
 // bytes, and a stage has only BN / 32 cycles of tensor work per token row at the dense peak: at
 // BN = 128 gathering BM rows per stage outlasts the stage's tensor and decode work (H100 session 35,
 // whole MoE layer at T = 1024 / 4096 on 128x64 / 128x144 / 128x256 tiles: 1.07-1.97x the time, the
-// gather kernel saved included, at all but one point; DeepSeek-V3's FC1 on 128x144 about 2.5x, i.e.
-// ~16 cycles per box if nothing else overlapped). At BN = 256 it about breaks even, so the layer gains where the gather
+// gather kernel saved included; DeepSeek-V3's FC1 on 128x144 about 2.4-2.5x, i.e. ~16 cycles per
+// box if nothing else overlapped). At BN = 256 it about breaks even, so the layer gains where the gather
 // kernel it saves weighs more than FC1's extra time (fused_moe.cu, fc1_gathers_rows; docs/MOE.md).
 constexpr int kGatherRowsBN = 256;
 
