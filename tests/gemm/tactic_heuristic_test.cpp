@@ -425,6 +425,20 @@ TEST(GemmHeuristic, FitTokenTileNarrowsOnlyWhereATileFits) {
   EXPECT_EQ(name(fit_token_tile(id_of("decode_dp_m8_r32_u4"), 5)), "decode_dp_m8_r32_u4");
 }
 
+// A valid grouped problem on fake pointers (validation and dispatch only, nothing is launched).
+GroupedGemmParams fake_grouped_params() {
+  GroupedGemmParams g;
+  g.groups = 4, g.max_rows = 16, g.max_group_rows = 8, g.n = 256, g.k = 256;
+  g.a = g_fake;
+  g.offsets = reinterpret_cast<const int*>(g_fake);
+  g.active = reinterpret_cast<const int*>(g_fake);
+  g.num_active = reinterpret_cast<const int*>(g_fake);
+  g.b_prepacked = g_fake;
+  g.alpha = reinterpret_cast<const float*>(g_fake);
+  g.d = g_fake;
+  return g;
+}
+
 TEST(TacticTables, EveryTacticIsInstantiated) {
   GemmParams p;
   p.m = 4, p.n = 256, p.k = 256;
@@ -437,15 +451,7 @@ TEST(TacticTables, EveryTacticIsInstantiated) {
     const Status s = gemm_tactic_can_implement(t.id, p);
     EXPECT_TRUE(s.is_ok()) << t.name << ": " << s.to_string();
   }
-  GroupedGemmParams g;
-  g.groups = 4, g.max_rows = 16, g.max_group_rows = 8, g.n = 256, g.k = 256;
-  g.a = g_fake;
-  g.offsets = reinterpret_cast<const int*>(g_fake);
-  g.active = reinterpret_cast<const int*>(g_fake);
-  g.num_active = reinterpret_cast<const int*>(g_fake);
-  g.b_prepacked = g_fake;
-  g.alpha = reinterpret_cast<const float*>(g_fake);
-  g.d = g_fake;
+  GroupedGemmParams g = fake_grouped_params();
   for (bool ready : {false, true}) {  // groups_ready picks other dp instantiations where they exist
     g.groups_ready = ready;
     for (int id = 0; id < grouped_gemm_tactic_count(); ++id) {
@@ -459,15 +465,7 @@ TEST(TacticTables, EveryTacticIsInstantiated) {
 // Gathered A rows (GroupedGemmParams::row_token, the MoE FC1 reading its tokens in place): the
 // 256-row wgmma tiles only, and the source matrix's row count is required.
 TEST(TacticTables, GatheredRowsOnlyOnWgmmaTactics) {
-  GroupedGemmParams g;
-  g.groups = 4, g.max_rows = 16, g.max_group_rows = 8, g.n = 256, g.k = 256;
-  g.a = g_fake;
-  g.offsets = reinterpret_cast<const int*>(g_fake);
-  g.active = reinterpret_cast<const int*>(g_fake);
-  g.num_active = reinterpret_cast<const int*>(g_fake);
-  g.b_prepacked = g_fake;
-  g.alpha = reinterpret_cast<const float*>(g_fake);
-  g.d = g_fake;
+  GroupedGemmParams g = fake_grouped_params();
   g.row_token = reinterpret_cast<const int*>(g_fake);
   g.a_rows = 0;
   EXPECT_EQ(grouped_gemm_can_implement(g).code(), StatusCode::kInvalidArgument);

@@ -483,6 +483,31 @@ TEST(MoeGpu, PermutationPaths) {
   run_case({300, 64, 64, 2048, 8, 1, 0, MoeMode::kW4A16, DType::kFP16}, 4004);  // E_local 2048: 8-warp chunks, 2 of them
 }
 
+namespace {
+// Runs c with a process-wide override (`set`: moe_impl's set_*_override) forced off and on: both
+// runs match the CPU reference and each other bit for bit.
+void expect_forced_bit_identical(const Config& c, uint32_t seed, int (*set)(int), const char* what) {
+  const Layer L = make_layer(c, seed);
+  const RefOut ref = reference_run(L, L.sel);
+  DeviceLayer D(L);
+  const size_t ws_bytes = moe_workspace_bytes(D.p);
+  DeviceBuffer<uint8_t> ws(ws_bytes);
+  std::vector<uint16_t> out[2];
+  for (int forced : {0, 1}) {
+    set(forced);
+    D.out.poison();
+    ws.poison();
+    FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    out[forced] = D.out.download();
+    const Compare r = compare(out[forced], ref, c.act);
+    EXPECT_EQ(r.nonfinite, 0) << "forced " << forced;
+    EXPECT_LE(r.rel, 5e-3) << "forced " << forced;
+  }
+  EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 2), 0) << what;
+}
+}  // namespace
+
 // W4A4's elementwise round trips (SwiGLU's requantization, the multi-kernel path's per-token
 // quantization and its per-expert-scale gather) with one thread per 16-element block — what large batches take
 // (moe_impl::quant_thread_per_block) — give the same bits as with four lanes per block; both
@@ -496,27 +521,10 @@ TEST(MoeGpu, W4A4ThreadPerBlockRoundTripsBitIdentical) {
   uint32_t seed = 4200;
   for (bool per_expert : {false, true}) {
     for (DType act : {DType::kBF16, DType::kFP16}) {
-      Config c{1100, 192, 64, 16, 4, 1, 0, MoeMode::kW4A4, act, false, per_expert};
+      const Config c{1100, 192, 64, 16, 4, 1, 0, MoeMode::kW4A4, act, false, per_expert};
       SCOPED_TRACE(c.name());
-      const Layer L = make_layer(c, seed++);
-      const RefOut ref = reference_run(L, L.sel);
-      DeviceLayer D(L);
-      const size_t ws_bytes = moe_workspace_bytes(D.p);
-      DeviceBuffer<uint8_t> ws(ws_bytes);
-      std::vector<uint16_t> out[2];
-      for (int forced : {0, 1}) {
-        moe_impl::set_quant_thread_per_block_override(forced);
-        D.out.poison();
-        ws.poison();
-        FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
-        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        out[forced] = D.out.download();
-        const Compare r = compare(out[forced], ref, c.act);
-        EXPECT_EQ(r.nonfinite, 0) << "forced " << forced;
-        EXPECT_LE(r.rel, 5e-3) << "forced " << forced;
-      }
-      EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 2), 0)
-          << "one thread per block differs from four lanes per block";
+      expect_forced_bit_identical(c, seed++, moe_impl::set_quant_thread_per_block_override,
+                                  "one thread per block differs from four lanes per block");
       if (HasFailure()) return;
     }
   }
@@ -552,26 +560,10 @@ TEST(MoeGpu, Fc1RowGatherBitIdenticalToGatheredCopy) {
       g.k = c.H;
       const gemm_impl::GroupedTactic* t = gemm_impl::grouped_gemm_tactic(gemm_impl::grouped_gemm_default_tactic(g));
       ASSERT_TRUE(t != nullptr && t->block_n == 256) << "FC1 would not run the 256x128 tile";
+      ASSERT_TRUE(moe_impl::fc1_row_gather_pays(g.n, (g.max_rows + g.groups - 1) / g.groups));
     }
-    const Layer L = make_layer(c, seed++);
-    const RefOut ref = reference_run(L, L.sel);
-    DeviceLayer D(L);
-    const size_t ws_bytes = moe_workspace_bytes(D.p);
-    DeviceBuffer<uint8_t> ws(ws_bytes);
-    std::vector<uint16_t> out[2];
-    for (int forced : {0, 1}) {
-      moe_impl::set_fc1_row_gather_override(forced);
-      D.out.poison();
-      ws.poison();
-      FP4_OK(fused_moe(D.p, ws.ptr, ws_bytes, nullptr));
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      out[forced] = D.out.download();
-      const Compare r = compare(out[forced], ref, c.act);
-      EXPECT_EQ(r.nonfinite, 0) << "row gather " << forced;
-      EXPECT_LE(r.rel, 5e-3) << "row gather " << forced;
-    }
-    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 2), 0)
-        << "FC1 reading rows in place differs from the gathered copy";
+    expect_forced_bit_identical(c, seed++, moe_impl::set_fc1_row_gather_override,
+                                "FC1 reading rows in place differs from the gathered copy");
     if (HasFailure()) return;
   }
 }
