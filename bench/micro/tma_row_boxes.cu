@@ -5,8 +5,9 @@
 // One CTA per SM streams stages through a ring of S = 4 shared-memory slots guarded by full / empty
 // mbarriers, as the GEMM's producer does, but with nothing to compute: one consumer warp waits for each
 // stage and releases it at once. So the time per stage is what the loads alone cost the SM. Producer:
-// one thread issuing one [R x 64] box (the gathered copy's tile), or 1 / 4 warps issuing R single-row
-// boxes (each lane its own rows; warp 0's lane 0 announces the stage's bytes). The source is a
+// one thread issuing one [R x 64] box (the gathered copy's tile), or 1 / 4 / 8 warps issuing R
+// single-row boxes (each lane its own rows, or lane 0 with shuffled tokens; warp 0's lane 0 announces
+// the stage's bytes). The source is a
 // [rows x 2048] BF16 matrix (rows = 4096: 16 MB, L2-resident after the first pass); the map sends
 // tile row r of stage i to a pseudo-random token. Prints ns per stage and per box, and the cycles per
 // box at the measured SM clock.
@@ -42,9 +43,13 @@ constexpr int kMaxRows = 256;
 constexpr int kCols = 2048;
 constexpr int kSrcRows = 4096;
 
-// kMode 0: one [R x 64] box per stage (thread 0); 1: R row boxes from warp 0; 4: from warps 0..3.
-template <int kMode>
-__global__ void __launch_bounds__(160, 1)
+// kWarps 0: one [R x 64] box per stage (thread 0); else R row boxes from warps 0..kWarps-1. kShfl:
+// each warp walks its rows 32 at a time, every lane loading one token, then issues the 32 boxes one
+// after another with the token broadcast by __shfl_sync (a warp-uniform operand: no per-lane loop
+// around the copy); else every lane issues its own rows (per-lane operands).
+constexpr int kThreads = 9 * 32;  // up to 8 producer warps + the consumer warp
+template <int kWarps, bool kShfl>
+__global__ void __launch_bounds__(kThreads, 1)
     rows_kernel(const __grid_constant__ CUtensorMap box_map, const __grid_constant__ CUtensorMap row_map,
                 const int* tokens, int rows, int stages, long long* cycles) {
   extern __shared__ uint8_t smem_raw[];
@@ -61,7 +66,7 @@ __global__ void __launch_bounds__(160, 1)
   }
   __syncthreads();
   const long long t0 = clock64();
-  if (warp == 4) {  // consumer: wait for each stage, release it
+  if (warp == 8) {  // consumer: wait for each stage, release it
     int stage = 0;
     uint32_t phase = 0;
     for (int i = 0; i < stages; ++i) {
@@ -70,8 +75,8 @@ __global__ void __launch_bounds__(160, 1)
       __syncwarp();
       if (++stage == kStages) stage = 0, phase ^= 1u;
     }
-  } else if (kMode == 0 ? threadIdx.x == 0 : warp < kMode) {
-    constexpr int kWarps = kMode == 0 ? 1 : kMode;
+  } else if (kWarps == 0 ? threadIdx.x == 0 : warp < kWarps) {
+    constexpr int kW = kWarps == 0 ? 1 : kWarps;
     int stage = 0;
     uint32_t phase = 0;
     for (int i = 0; i < stages; ++i) {
@@ -80,13 +85,24 @@ __global__ void __launch_bounds__(160, 1)
       mbar_wait(empty + 8 * stage, phase ^ 1u);
       const int kb = (i * 7 + blockIdx.x) % (kCols / 64);
       const int tile = (i * 13 + blockIdx.x * 3) % (kSrcRows / kMaxRows);
-      if (kMode == 0) {
+      if (kWarps == 0) {
         mbar_arrive_expect_tx(fb, uint32_t(rows * 128));
         tma_load_2d(dst, &box_map, fb, kb * 64, tile * kMaxRows);
       } else {
         if (warp == 0 && lane == 0) mbar_arrive_expect_tx(fb, uint32_t(rows * 128));
-        for (int r = warp + kWarps * lane; r < rows; r += 32 * kWarps)
-          tma_load_2d(dst + r * 128, &row_map, fb, kb * 64, __ldg(tokens + tile * kMaxRows + r));
+        if constexpr (kShfl) {
+          for (int r0 = warp * 32; r0 < rows; r0 += 32 * kW) {
+            const int n = min(32, rows - r0);
+            const int tok = lane < n ? __ldg(tokens + tile * kMaxRows + r0 + lane) : 0;
+            for (int j = 0; j < n; ++j) {
+              const int t = __shfl_sync(0xffffffffu, tok, j);
+              if (lane == 0) tma_load_2d(dst + (r0 + j) * 128, &row_map, fb, kb * 64, t);
+            }
+          }
+        } else {
+          for (int r = warp + kW * lane; r < rows; r += 32 * kW)
+            tma_load_2d(dst + r * 128, &row_map, fb, kb * 64, __ldg(tokens + tile * kMaxRows + r));
+        }
       }
       if (++stage == kStages) stage = 0, phase ^= 1u;
     }
@@ -109,17 +125,17 @@ bool encode(EncodeTiledFn fn, CUtensorMap* map, void* src, int box_rows) {
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-template <int kMode>
+template <int kWarps, bool kShfl>
 float run(const CUtensorMap& box_map, const CUtensorMap& row_map, const int* tokens, int rows, int stages, int sms,
           long long* cycles, double* cyc_per_stage) {
   const size_t smem = kStages * kMaxRows * 128 + 2 * kStages * 8 + 1024;
-  cudaFuncSetAttribute(rows_kernel<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  rows_kernel<kMode><<<sms, 160, smem>>>(box_map, row_map, tokens, rows, stages / 8, cycles);  // warm-up
+  cudaFuncSetAttribute(rows_kernel<kWarps, kShfl>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  rows_kernel<kWarps, kShfl><<<sms, kThreads, smem>>>(box_map, row_map, tokens, rows, stages / 8, cycles);  // warm-up
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
   cudaEventRecord(a);
-  rows_kernel<kMode><<<sms, 160, smem>>>(box_map, row_map, tokens, rows, stages, cycles);
+  rows_kernel<kWarps, kShfl><<<sms, kThreads, smem>>>(box_map, row_map, tokens, rows, stages, cycles);
   cudaEventRecord(b);
   cudaEventSynchronize(b);
   float ms = 0.f;
@@ -177,15 +193,26 @@ int main(int argc, char** argv) {
     CUtensorMap box_map;
     ok = ok && encode(fn, &box_map, src, rows) && encode(fn, &row_map, src, 1);
     if (!ok) break;
-    for (int mode : {0, 1, 4}) {
+    struct Mode {
+      const char* what;
+      float (*fn)(const CUtensorMap&, const CUtensorMap&, const int*, int, int, int, long long*, double*);
+      bool one_box;
+    };
+    const Mode modes[] = {
+        {"one box", run<0, false>, true},
+        {"row boxes, 1 warp", run<1, false>, false},
+        {"row boxes, 4 warps", run<4, false>, false},
+        {"row boxes, 8 warps", run<8, false>, false},
+        {"shfl rows, 1 warp", run<1, true>, false},
+        {"shfl rows, 4 warps", run<4, true>, false},
+        {"shfl rows, 8 warps", run<8, true>, false},
+    };
+    for (const Mode& m : modes) {
       double cps = 0;
-      const float ms = mode == 0   ? run<0>(box_map, row_map, tokens, rows, stages, sms, cycles, &cps)
-                       : mode == 1 ? run<1>(box_map, row_map, tokens, rows, stages, sms, cycles, &cps)
-                                   : run<4>(box_map, row_map, tokens, rows, stages, sms, cycles, &cps);
+      const float ms = m.fn(box_map, row_map, tokens, rows, stages, sms, cycles, &cps);
       const double ns = ms * 1e6 / stages;
       const double gbs = double(sms) * stages * rows * 128 / (ms * 1e-3) / 1e9;
-      const char* what = mode == 0 ? "one box" : mode == 1 ? "row boxes, 1 warp" : "row boxes, 4 warps";
-      std::printf("%6d %-22s %10.1f %12.0f %12.2f %14.0f\n", rows, what, ns, cps, mode == 0 ? cps : cps / rows, gbs);
+      std::printf("%6d %-22s %10.1f %12.0f %12.2f %14.0f\n", rows, m.what, ns, cps, m.one_box ? cps : cps / rows, gbs);
     }
   }
   const cudaError_t e = cudaDeviceSynchronize();
