@@ -414,8 +414,8 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   if (moe_impl::use_fused_permute(d.rows, d.e_local)) {
     FP4KIT_RETURN_IF_ERROR(moe_impl::launch_permute_gather_fused(pa, ga, sms, stream));
     FP4KIT_RETURN_IF_ERROR(check_ids());
-  } else if (moe_impl::fc1_row_gather_enabled() && fc1_gathers_rows(g1, row_expert, d.tokens) &&
-             (ga.mode == moe_impl::GatherMode::kCopy || (ga.mode == moe_impl::GatherMode::kQuantize && !ga.per_expert))) {
+  } else if ((ga.mode == moe_impl::GatherMode::kCopy || (ga.mode == moe_impl::GatherMode::kQuantize && !ga.per_expert)) &&
+             moe_impl::fc1_row_gather_enabled() && fc1_gathers_rows(g1, row_expert, d.tokens)) {
     // FC1 reads the token rows in place (moe_kernels.h, fc1_row_gather_enabled): no gather. The rank
     // kernel writes each row's token into row_expert's region (only per-expert activation globals,
     // which keep the gather below, read row_expert); W4A4 quantizes each token once into act, which
