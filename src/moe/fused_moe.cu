@@ -414,39 +414,43 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   if (moe_impl::use_fused_permute(d.rows, d.e_local)) {
     FP4KIT_RETURN_IF_ERROR(moe_impl::launch_permute_gather_fused(pa, ga, sms, stream));
     FP4KIT_RETURN_IF_ERROR(check_ids());
-  } else if ((ga.mode == moe_impl::GatherMode::kCopy || (ga.mode == moe_impl::GatherMode::kQuantize && !ga.per_expert)) &&
-             moe_impl::fc1_row_gather_enabled() && fc1_gathers_rows(g1, row_expert, d.tokens)) {
-    // FC1 reads the token rows in place (moe_kernels.h, fc1_row_gather_enabled): no gather. The rank
-    // kernel writes each row's token into row_expert's region (only per-expert activation globals,
-    // which keep the gather below, read row_expert); W4A4 quantizes each token once into act, which
-    // FC1 reads and SwiGLU overwrites after it.
-    pa.row_token = row_expert;
-    pa.row_expert = nullptr;
-    FP4KIT_RETURN_IF_ERROR(moe_impl::launch_permute_multi(pa, stream));
-    FP4KIT_RETURN_IF_ERROR(check_ids());
-    g1.a = p.input;
-    if (ga.mode == moe_impl::GatherMode::kQuantize) {
-      moe_impl::GatherArgs q = ga;
-      q.a1 = act;
-      FP4KIT_RETURN_IF_ERROR(moe_impl::launch_quantize_rows(q, d.tokens, sms, stream));
-      g1.a = act;
-    }
-    g1.row_token = row_expert;
-    g1.a_rows = d.tokens;
   } else {
+    // W4A4 from a 16-bit input with one activation global: each token quantized once (below).
+    const bool token_quant = ga.mode == moe_impl::GatherMode::kQuantize && !ga.per_expert;
+    // FC1 reads the token rows in place where it pays (moe_kernels.h, fc1_row_gather_enabled): no
+    // gather. The rank kernel then writes each row's token into row_expert's region (only per-expert
+    // activation globals, which keep the gather, read row_expert).
+    const bool in_place = (ga.mode == moe_impl::GatherMode::kCopy || token_quant) &&
+                          moe_impl::fc1_row_gather_enabled() && fc1_gathers_rows(g1, row_expert, d.tokens);
+    if (in_place) {
+      pa.row_token = row_expert;
+      pa.row_expert = nullptr;
+    }
     FP4KIT_RETURN_IF_ERROR(moe_impl::launch_permute_multi(pa, stream));
     FP4KIT_RETURN_IF_ERROR(check_ids());
-    if (ga.mode == moe_impl::GatherMode::kQuantize && !ga.per_expert) {
-      // Quantize each token once into FC1's output buffer (free until FC1: T rows of H fit in its
-      // T*k rows of max(2I, H)), then gather copies: top_k times less NVFP4 work, the same values.
-      // H100, W4A4 T = 4096: fi-256 2235 -> 1710 us, Qwen3.6 960 -> 851 (docs/PERF.md, session 7).
+    const void* tokens = p.input;
+    if (token_quant) {
+      // Quantize each token once: top_k times less NVFP4 work than per entry, the same values. In
+      // place, into act, which FC1 reads and SwiGLU overwrites after it; else into FC1's output
+      // buffer (free until FC1: T rows of H fit in its T*k rows of max(2I, H)), which the gather
+      // copies. H100, W4A4 T = 4096: fi-256 2235 -> 1710 us, Qwen3.6 960 -> 851 (docs/PERF.md,
+      // session 7).
       moe_impl::GatherArgs q = ga;
-      q.a1 = gemm_out;
+      q.a1 = in_place ? act : gemm_out;
       FP4KIT_RETURN_IF_ERROR(moe_impl::launch_quantize_rows(q, d.tokens, sms, stream));
-      ga.mode = moe_impl::GatherMode::kCopy;
-      ga.input = q.a1;
+      tokens = q.a1;
     }
-    FP4KIT_RETURN_IF_ERROR(moe_impl::launch_gather(pa, ga, sms, stream));
+    if (in_place) {
+      g1.a = tokens;
+      g1.row_token = row_expert;
+      g1.a_rows = d.tokens;
+    } else {
+      if (token_quant) {
+        ga.mode = moe_impl::GatherMode::kCopy;
+        ga.input = tokens;
+      }
+      FP4KIT_RETURN_IF_ERROR(moe_impl::launch_gather(pa, ga, sms, stream));
+    }
   }
 
   FP4KIT_RETURN_IF_ERROR(wrap(gemm_impl::grouped_gemm(g1, base + l.gemm1_ws, l.gemm1_ws_bytes, stream), "FC1"));

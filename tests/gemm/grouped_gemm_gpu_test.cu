@@ -155,12 +155,11 @@ void run_case(const Case& c, uint32_t seed) {
       }
       const int id = tactic >= 0 ? tactic : gemm_impl::grouped_gemm_default_tactic(p);
       const gemm_impl::GroupedTactic& gt = *gemm_impl::grouped_gemm_tactic(id);
+      GroupedGemmParams q = p;  // the same rows read in place through row_token
+      q.a = d_src.ptr;
+      q.a_rows = src_rows;
+      q.row_token = d_row_token.ptr;
       if (gt.family == gemm_impl::GroupedFamily::kWgmma && gt.block_n == 256) {
-        // The same rows read in place through row_token: the same bits.
-        GroupedGemmParams q = p;
-        q.a = d_src.ptr;
-        q.a_rows = src_rows;
-        q.row_token = d_row_token.ptr;
         cudaMemset(d_d.ptr, 0xFF, max_rows * n * 2);
         Status sg = gemm_impl::grouped_gemm(q, nullptr, 0, nullptr);
         ASSERT_TRUE(sg.is_ok()) << what << " gathered: " << sg.to_string();
@@ -168,10 +167,6 @@ void run_case(const Case& c, uint32_t seed) {
         EXPECT_EQ(0, std::memcmp(out.data(), d_d.download().data(), out.size() * 2))
             << what << ": gathered rows differ from the permuted copy";
       } else {
-        GroupedGemmParams q = p;
-        q.a = d_src.ptr;
-        q.a_rows = src_rows;
-        q.row_token = d_row_token.ptr;
         EXPECT_EQ(gemm_impl::grouped_gemm_can_implement(q).code(), StatusCode::kNotSupported)
             << what << ": only the 256-row wgmma tiles gather rows";
       }
