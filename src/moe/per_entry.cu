@@ -45,12 +45,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <type_traits>
 
 #include "common/cuda_check.h"
 #include "fp4kit/device.h"
 #include "gemm/prepacked_layout.h"
+#include "gemm/tactics.h"  // env_digit
 #include "gemm/sm90/decode_kernel.cuh"  // load_stream_u4/u2, mma_m16n8k16 (and fragment_decode.cuh)
 #include "moe/moe_device.cuh"
 #include "moe/moe_kernels.h"
@@ -110,7 +112,22 @@ struct PerEntryArgs {
   // Kernel A with expert slices (per_entry_fc1_group): the entries of one expert, up to `group` at a
   // time, share a CTA (their tokens on the MMA's columns); 1 = one entry per CTA.
   int group = 1;
+  // Kernel A's CTAs of the entries from fc2_prefetch_from on ask L2 for their slice of their expert's
+  // FC2 rows once their main loop is done, and kernel B then walks the tokens last to first, so that
+  // it starts on those rows (per_entry_fc2_prefetch_entries). T*k (or more): no prefetch.
+  int fc2_prefetch_from = 0x7fffffff;
 };
+
+// CTA b of nb asks L2 for rows [H*b/nb, H*(b+1)/nb) of local expert le's FC2 weights (codes, then
+// scales: each a contiguous range of whole 16-row tiles in the prepacked layout).
+__device__ __forceinline__ void prefetch_fc2_slice(const PerEntryArgs& a, int le, int b, int nb) {
+  const int64_t tiles = a.hidden / 16;
+  const int64_t t0 = tiles * b / nb, t1 = tiles * (b + 1) / nb;
+  const int64_t code_per_tile = a.w2_code_bytes / tiles, sf_per_tile = (a.w2_bytes - a.w2_code_bytes) / tiles;
+  const uint8_t* base = a.w2 + int64_t(le) * a.w2_bytes;
+  gemm_impl::sm90::prefetch_l2(base + t0 * code_per_tile, uint32_t((t1 - t0) * code_per_tile));
+  gemm_impl::sm90::prefetch_l2(base + a.w2_code_bytes + t0 * sf_per_tile, uint32_t((t1 - t0) * sf_per_tile));
+}
 
 // Local index of global expert id `id`, or -1 (another rank's expert, or an invalid id).
 __device__ __forceinline__ int local_expert(const PerEntryArgs& a, int id) {
@@ -403,6 +420,10 @@ __global__ void __launch_bounds__(kThreads, kRoll ? 2 : 3) per_entry_fc1_kernel(
       regs, j_begin, j_end,
       [&](Fc1Regs<kUA>& r, int j) { load_fc1<kUA>(r, codes, scales, up_tile, gate_tile, kc, j, j_end, lane); },
       [&](const Fc1Regs<kUA>& r, int j) { compute_fc1<T, kUA>(r, xs32, j, j_end, lane & 3, acc); });
+  // After the main loop: the lines must outlive only the rest of this grid's stream. The expert is
+  // read again rather than kept live across the loop (the plain kernels sit at 80 registers).
+  if (threadIdx.x == 0 && entry >= a.fc2_prefetch_from)
+    prefetch_fc2_slice(a, local_expert(a, __ldg(a.selected + entry)), blockIdx.x, gridDim.x);
   // kGroup W4A4: the terms of fc2_gs alone (1/gs: a division) computed while the other warps finish,
   // not on the epilogue's chain below.
   quant::Nvfp4ScaleConst<QuantNumerics::kExact> c2{};
@@ -537,7 +558,8 @@ __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEnt
   __shared__ int n_local_s;
   __shared__ float part[kMaxUnits][16 * R];
   __shared__ uint4 h_smem[kWarps][kUB * 8];  // per warp: one group's h (kUB chunks x 128 bytes)
-  const int t = blockIdx.y;
+  // Last token first where kernel A asked L2 for the last entries' rows (fc2_prefetch_from).
+  const int t = a.fc2_prefetch_from < a.tokens * a.top_k ? int(gridDim.y) - 1 - int(blockIdx.y) : int(blockIdx.y);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   // Routing, alphas and weights are not written by kernel A: read before griddepcontrol.wait (A
   // triggers this launch only after its own wait, so the kernel before the layer has completed too).
@@ -677,7 +699,18 @@ Status launch_fc1_mode(const PerEntryArgs& a, GatherMode mode, uint16_t* xq, boo
   return Status(StatusCode::kInternal, "fused_moe: per-entry path: unknown input mode");
 }
 
+std::atomic<int>& fc2_l2_prefetch_state() {
+  static std::atomic<int> forced{gemm_impl::env_digit("FP4KIT_MOE_FC2_PREFETCH", "01")};
+  return forced;
+}
+
 }  // namespace
+
+bool fc2_l2_prefetch_enabled() { return fc2_l2_prefetch_state().load(std::memory_order_relaxed) != 0; }
+bool fc2_l2_prefetch_forced() { return fc2_l2_prefetch_state().load(std::memory_order_relaxed) == 1; }
+int set_fc2_l2_prefetch_override(int forced) {
+  return fc2_l2_prefetch_state().exchange(forced < 0 ? -1 : forced == 1 ? 1 : 0);
+}
 
 Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void* h, void* xq, int sms,
                      cudaStream_t stream) {
@@ -716,6 +749,11 @@ Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void
   a.out = static_cast<uint16_t*>(p.output);
   a.error_flag = check ? header : nullptr;
   a.group = per_entry_fc1_group(d.tokens, d.top_k, d.hidden, d.e_local);
+  if (fc2_l2_prefetch_enabled()) {
+    const int64_t n = per_entry_fc2_prefetch_entries(d.tokens * d.top_k, d.hidden, a.w1_bytes, a.w2_bytes,
+                                                     device_info().l2_bytes, fc2_l2_prefetch_forced());
+    a.fc2_prefetch_from = int(d.tokens * d.top_k - n);
+  }
 
   const bool bf16 = p.act_dtype == DType::kBF16;
   const GatherMode mode = p.mode == MoeMode::kW4A16         ? GatherMode::kCopy

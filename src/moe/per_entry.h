@@ -44,6 +44,29 @@ constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int sm_coun
   return tiles % 2 == 0 && tiles * tokens > 2 * int64_t(sm_count) ? 2 : 1;
 }
 
+// Kernel A asks L2 for kernel B's FC2 rows of the last n entries (each CTA its slice of its
+// expert's H rows, after its main loop), and kernel B walks the tokens last to first, so that B's
+// first CTAs read them from L2 while the rest of the layer's bytes stream from HBM. The lines must
+// survive what kernel A still streams after them: n entries' FC1 and FC2 bytes within half the L2.
+// Only where H >= 4096 (long FC2 rows per token; the H = 2048 presets lost 2-8 % with any budget).
+// H100 session 36 run 2, graph us with PDL, medians of 3, this rule (L2 25 MB of 50) vs none, W4A16 /
+// W4A4: fi-256 T = 1 (all 8 entries) 15.01 / 15.61 -> 13.86 / 14.69, T = 2 / 3 (8 of 16 / 24) +0.9 /
+// -1.4 %, -0.7 / -1.7 %, T = 4 +0.6 / +0.2 %; DeepSeek-V3 and fi-32 T = 1 / 2 (one entry) -0.7..-1.3 %;
+// Mixtral (FC1 66 MB per entry) none. Run 1: prefetching at the start of kernel A, or more entries
+// than fit (DeepSeek-V3 7 entries: +10 %), was slower. `all`: every entry (tests).
+constexpr int64_t per_entry_fc2_prefetch_entries(int64_t entries, int64_t hidden, int64_t fc1_bytes, int64_t fc2_bytes,
+                                                 int64_t l2_bytes, bool all = false) {
+  if (all) return entries;
+  if (hidden < 4096 || l2_bytes <= 0 || fc1_bytes + fc2_bytes <= 0) return 0;
+  const int64_t n = (l2_bytes / 2) / (fc1_bytes + fc2_bytes);
+  return n < entries ? n : entries;
+}
+// On by default; FP4KIT_MOE_FC2_PREFETCH=0|1 at the first call (1: every entry), or
+// set_fc2_l2_prefetch_override (tests: -1 = the rule, 0 = off, 1 = every entry; returns the previous).
+bool fc2_l2_prefetch_enabled();
+bool fc2_l2_prefetch_forced();
+int set_fc2_l2_prefetch_override(int forced);
+
 // Kernel A's expert slices: tokens per CTA (the entries of one expert, their tokens on the MMA's 8
 // columns) when experts repeat (T >= 2 and E_local < 4 T k: experts_repeat, moe_path.h),
 // so that each expert's FC1 rows are streamed once, not once per entry; as many as the 16-bit rows

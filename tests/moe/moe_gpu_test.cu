@@ -508,6 +508,30 @@ void expect_forced_bit_identical(const Config& c, uint32_t seed, int (*set)(int)
 }
 }  // namespace
 
+// The per-entry path's kernel A asking L2 for kernel B's FC2 rows, with kernel B walking the tokens
+// last to first (moe_impl::per_entry_fc2_prefetch_entries; forced on every entry here), changes no
+// bits: expert slices (repeated experts at T = 3), expert parallelism with W4A4, and H < 4096, where
+// the rule alone would not prefetch.
+TEST(MoeGpu, PerEntryFc2PrefetchBitIdentical) {
+  FP4KIT_REQUIRE_SM90A();
+  struct Restore {
+    ~Restore() { moe_impl::set_fc2_l2_prefetch_override(-1); }
+  } restore;
+  uint32_t seed = 4400;
+  Config cases[] = {
+      {3, 4096, 256, 16, 8, 1, 0, MoeMode::kW4A16, DType::kBF16},
+      {2, 1344, 128, 64, 4, 2, 1, MoeMode::kW4A4, DType::kFP16},
+      {3, 2048, 512, 64, 8, 1, 0, MoeMode::kW4A4, DType::kBF16},
+  };
+  for (Config& c : cases) {
+    c.path = MoePath::kPerEntry;
+    SCOPED_TRACE(c.name());
+    expect_forced_bit_identical(c, seed++, moe_impl::set_fc2_l2_prefetch_override,
+                                "kernel A's FC2 prefetch changed the output");
+    if (HasFailure()) return;
+  }
+}
+
 // W4A4's elementwise round trips (SwiGLU's requantization, the multi-kernel path's per-token
 // quantization and its per-expert-scale gather) with one thread per 16-element block — what large batches take
 // (moe_impl::quant_thread_per_block) — give the same bits as with four lanes per block; both

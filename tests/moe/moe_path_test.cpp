@@ -244,6 +244,24 @@ TEST(MoePath, QuantThreadPerBlockRule) {
 // The per-entry kernels' rolling load groups (src/moe/per_entry.h), at the presets they were measured
 // on (H200, 132 SMs; docs/PERF.md session 20): kernel A's grid is I/16 x T*k CTAs, kernel B's rows are
 // I/64 chunks long.
+// Kernel A asks L2 for kernel B's FC2 rows of the last n entries: as many entries as their FC1 and
+// FC2 bytes fit in half the L2, with H >= 4096 only (moe_impl::per_entry_fc2_prefetch_entries).
+TEST(MoePath, PerEntryFc2PrefetchRule) {
+  using moe_impl::per_entry_fc2_prefetch_entries;  // (T*k, H, FC1 bytes, FC2 bytes per expert, L2 bytes, all)
+  const int64_t l2 = 50ll << 20;
+  auto bytes = [](int64_t rows, int64_t cols) { return rows * cols * 9 / 16; };  // NVFP4 + E4M3 scales
+  const int64_t fi256_1 = bytes(512, 7168), fi256_2 = bytes(7168, 256);         // 3.10 MB per expert
+  EXPECT_EQ(per_entry_fc2_prefetch_entries(8, 7168, fi256_1, fi256_2, l2), 8);    // fi-256 T = 1: all
+  EXPECT_EQ(per_entry_fc2_prefetch_entries(32, 7168, fi256_1, fi256_2, l2), 8);   // T = 4: the last 8
+  const int64_t ds_1 = bytes(4096, 7168), ds_2 = bytes(7168, 2048);               // 24.8 MB
+  EXPECT_EQ(per_entry_fc2_prefetch_entries(8, 7168, ds_1, ds_2, l2), 1);          // DeepSeek-V3, fi-32
+  EXPECT_EQ(per_entry_fc2_prefetch_entries(2, 4096, bytes(28672, 4096), bytes(4096, 14336), l2), 0);  // Mixtral
+  EXPECT_EQ(per_entry_fc2_prefetch_entries(8, 2048, bytes(1024, 2048), bytes(2048, 512), l2), 0);     // Qwen3.6
+  EXPECT_EQ(per_entry_fc2_prefetch_entries(8, 2048, bytes(1024, 2048), bytes(2048, 512), l2, true), 8);
+  EXPECT_EQ(per_entry_fc2_prefetch_entries(8, 7168, fi256_1, fi256_2, 0), 0);     // L2 size unknown
+  EXPECT_EQ(per_entry_fc2_prefetch_entries(8, 7168, fi256_1, fi256_2, 100ll << 20), 8);  // a larger L2: still T*k
+}
+
 TEST(MoePath, PerEntryRollingRules) {
   using moe_impl::per_entry_fc1_rolls;  // (CTAs = I/16 x T*k, k_chunks = H / 64, SMs)
   using moe_impl::per_entry_fc2_rolls;  // (k_chunks = I / 64, row tiles per CTA)
