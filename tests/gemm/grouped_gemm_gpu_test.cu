@@ -204,7 +204,8 @@ TEST(GroupedGemmGpu, RaggedGroupsEveryTactic) {
   // out themselves (every other case, K <= 2048, uses the store warps on the BN = 128, BM > 64 tactics).
   run_case({3, 200, 2112, {130, 1, 144}, DType::kBF16}, 12);
   // Groups on both sides of the widths the 64-token tile narrows to (16, 32), of a 112 / 128 / 144-token
-  // tile, and of a second 144-token m tile (docs/wip/grouped-144-*.patch ran each at its own width).
+  // tile, of a second 144-token m tile, and of the 160-token tile's two widths (144 and 160) and its
+  // second m tile.
   run_case({12, 256, 192, {16, 17, 32, 33, 112, 113, 128, 129, 144, 145, 160, 161}, DType::kBF16}, 10);
   run_case({12, 256, 192, {16, 17, 32, 33, 112, 113, 128, 129, 144, 145, 160, 161}, DType::kFP16}, 11);
   // Hundreds of groups (several rounds of the wgmma kernel's 32-group prefix scan).
@@ -293,8 +294,8 @@ TEST(GroupedGemmApi, HeuristicFollowsRowsPerGroup) {
   p.max_group_rows = 4096;
   const gemm_impl::GroupedTactic* t = gemm_impl::grouped_gemm_tactic(gemm_impl::grouped_gemm_default_tactic(p));
   EXPECT_EQ(t->family, gemm_impl::GroupedFamily::kWgmma);
-  EXPECT_EQ(t->block_n, 128);  // measured fastest at 128 rows per expert (grouped.cu, session 7):
-  EXPECT_EQ(t->block_m, 144);  // one 144-token tile per expert instead of 1.5 of 128
+  EXPECT_EQ(t->block_n, 128);  // measured fastest at 128 rows per expert (grouped.cu, sessions 7, 36):
+  EXPECT_EQ(t->block_m, 160);  // one 160-token tile per expert, at wgmma N = 144 where the rows fit
   p.n = 128;  // fewer weight rows than the 256-row tile
   EXPECT_EQ(gemm_impl::grouped_gemm_tactic(gemm_impl::grouped_gemm_default_tactic(p))->block_n, 128);
 }

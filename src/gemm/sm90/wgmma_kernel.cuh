@@ -712,6 +712,14 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     // stage's wait_group 1 waits for the batch just issued; a copy of the loop per width avoids that
     // but gained nothing measurable: docs/wip/grouped-144-*.patch.)
     constexpr bool kNarrow = G && BM == 64;
+    // The grouped 160-token tile runs a tile whose valid tokens fit 144 at wgmma N = 144, chosen once
+    // per tile (a copy of the mainloop per width): MoE at 128 +- 11 rows per expert (E = 256, T =
+    // 4096) then takes one tile per expert (P(rows > 160) ~ 0.2 %) at the 144-token tile's tensor
+    // work for the ~92 % of experts with <= 144 rows, instead of a second, almost empty 144-token
+    // tile (its weights decoded again) for the others (gemm/grouped.cu has the measurements). A third
+    // width (128) would spill or serialize the wgmmas (session 32, docs/wip/grouped-144-fit-loops.patch).
+    constexpr bool kFit = G && BM == 160;
+    constexpr int kFitNarrow = 144;
     const int wg = (threadIdx.x >> 7) - 1;  // 0 or 1
     const int wwarp = warp & 3;             // warp within the warpgroup
     const int g = lane >> 2, c = lane & 3;
@@ -788,6 +796,34 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         release(cur_stage);
       }
     };
+    // kFit: a step as fit_begin (returns the stage's activation tile), the wgmmas at the tile's
+    // width, fit_end (the same work as `step`, without its width argument).
+    auto fit_begin = [&]() {
+#pragma unroll
+      for (int sl = 0; sl < kSlabs; ++sl) fence_acc(acc[sl]);
+      cute::warpgroup_arrive();
+      return a_base + stage * Cfg::kABytes;
+    };
+    auto fit_end = [&](uint32_t (&nxt)[kSlabs][4][4], bool has_next) {
+      cute::warpgroup_commit_batch();
+      const int cur_stage = stage;
+      if (++stage == S) {
+        stage = 0;
+        phase ^= 1u;
+      }
+      if constexpr (kTwoInFlight) {
+        cute::warpgroup_wait<1>();
+        if (held >= 0) release(held);
+        held = cur_stage;
+        if (has_next) load_decode(nxt, stage, phase);
+      } else {
+        if (has_next) load_decode(nxt, stage, phase);
+        cute::warpgroup_wait<0>();
+#pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) fence_acc(acc[sl]);
+        release(cur_stage);
+      }
+    };
     // After a tile's last step: its last batch done, its stage released.
     auto drain = [&]() {
       if constexpr (kTwoInFlight) {
@@ -819,12 +855,36 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         const int valid = x.rows - mt * BM;
         ne = valid <= BM / 4 ? 2 : valid <= BM / 2 ? 1 : 0;
       }
-      load_decode(fa0, stage, phase);
-      for (int kb = 0; kb < nk; kb += 2) {
-        step(ne, fa0, fa1, kb + 1 < nk);
-        if (kb + 1 < nk) step(ne, fa1, fa0, kb + 2 < nk);
+      if constexpr (kFit) {
+        // One copy of the mainloop per width (a macro: nvcc 13.0's front end crashed on a generic
+        // lambda carrying the width, and a width argument to `step` was not folded; session 32).
+#define FP4KIT_WG_FIT_LOOP(NE)                                \
+  do {                                                        \
+    load_decode(fa0, stage, phase);                           \
+    for (int kb = 0; kb < nk; kb += 2) {                      \
+      wg_issue_stage<T, NE>(fa0, fit_begin(), acc);           \
+      fit_end(fa1, kb + 1 < nk);                              \
+      if (kb + 1 < nk) {                                      \
+        wg_issue_stage<T, NE>(fa1, fit_begin(), acc);         \
+        fit_end(fa0, kb + 2 < nk);                            \
+      }                                                       \
+    }                                                         \
+    drain();                                                  \
+  } while (0)
+        // Valid tokens (may exceed BM), from lane 0 so that the branch is warp-uniform to the compiler
+        // (a divergent one serializes the wgmmas, ptxas C7520).
+        const int valid = __shfl_sync(0xffffffffu, x.rows - mt * BM, 0);
+        if (valid > kFitNarrow) FP4KIT_WG_FIT_LOOP(BM);
+        else FP4KIT_WG_FIT_LOOP(kFitNarrow);
+#undef FP4KIT_WG_FIT_LOOP
+      } else {
+        load_decode(fa0, stage, phase);
+        for (int kb = 0; kb < nk; kb += 2) {
+          step(ne, fa0, fa1, kb + 1 < nk);
+          if (kb + 1 < nk) step(ne, fa1, fa0, kb + 2 < nk);
+        }
+        drain();
       }
-      drain();
 
       const bool partial_tile = stream_k ? nk < args.k_chunks : k_splits > 1;
       // Tokens of the tile (relative to its first) whose outputs this CTA writes: all of them, except
