@@ -48,7 +48,8 @@ constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int sm_coun
 // expert's H rows, after its main loop), and kernel B walks the tokens last to first, so that B's
 // first CTAs read them from L2 while the rest of the layer's bytes stream from HBM. The lines must
 // survive what kernel A still streams after them: n entries' FC1 and FC2 bytes within half the L2.
-// Only where H >= 4096 (long FC2 rows per token; the H = 2048 presets lost 2-8 % with any budget).
+// Only where H >= 4096 (the H = 2048 presets, whose CTAs are short: up to +9.5 % with 16 MB or more,
+// -1.3..+3.8 % with 4..8 MB).
 // H100 session 36 run 2, graph us with PDL, medians of 3, this rule (L2 25 MB of 50) vs none, W4A16 /
 // W4A4: fi-256 T = 1 (all 8 entries) 15.01 / 15.61 -> 13.86 / 14.69, T = 2 / 3 (8 of 16 / 24) +0.9 /
 // -1.4 %, -0.7 / -1.7 %, T = 4 +0.6 / +0.2 %; DeepSeek-V3 and fi-32 T = 1 / 2 (one entry) -0.7..-1.3 %;

@@ -797,7 +797,9 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       }
     };
     // kFit: a step as fit_begin (returns the stage's activation tile), the wgmmas at the tile's
-    // width, fit_end (the same work as `step`, without its width argument).
+    // width, fit_end (the same work as `step`, without its width argument). `step` keeps its own copy:
+    // written through these two lambdas, ptxas scheduled the other tiles' mainloops differently
+    // (SASS of 128x128, 128x144, 128x256 changed; session 36).
     auto fit_begin = [&]() {
 #pragma unroll
       for (int sl = 0; sl < kSlabs; ++sl) fence_acc(acc[sl]);
