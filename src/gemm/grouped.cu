@@ -148,7 +148,7 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p, bool rich) {
   // 144-token tiles (288) where 256 +- 16 rows leave half the experts a third 128-token tile (ncu,
   // FC1 + FC2, Qwen3-30B T=4096, two runs: 7 -> 11 716 -> 700 and 717 -> 703 us); at 160..224 rows
   // 256x128 stays well ahead (Qwen3-30B T=3072 581 vs 699, Qwen3.6 T=6144 804 vs 959).
-  // Session 36: at 113..144 rows the 160-token tile instead, whose tiles of at most 144 valid tokens
+  // Session 36: at 113..160 rows the 160-token tile instead, whose tiles of at most 144 valid tokens
   // run at wgmma N = 144 (sm90 wgmma_gemm_kernel, kFit): one tile per expert at the 144-token tile's
   // tensor work, no second tile for the experts past 144 rows. H100 run 3, eager us, medians of 4,
   // 11 -> 12 for both GEMMs (W4A16 / W4A4): T = 4096 (128 rows) DeepSeek-V3 -0.4 / -0.5 %, fi-256
@@ -156,8 +156,10 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p, bool rich) {
   // (the 160-token tile without the fit: +1.7 / +4.0 % at DeepSeek-V3 T = 4096). Run 5, one binary, 12
   // against 11 / the rule's tile before: 128 rows DeepSeek-V3 -0.2 / -1.4 %, fi-256 -1.4 / -2.1 %, Qwen3.6
   // -2.6 / -2.4 %; 144 rows (T = 4608; 256x128 before) -24 / -23 %, -24 / -22 %, -19 / -20 %; at 112 rows
-  // 256x128 stays (12: +3.6..+14.9 % against it).
-  if (p.n >= 256 && mean_rows > 112 && mean_rows <= 144) return 12;
+  // 256x128 stays (12: +3.6..+14.9 % against it). Run 6, 12 against 256x128: 152 rows -15..-19 %, 160
+  // rows -3.7..-9.7 %, 168 rows DeepSeek-V3 +12 / +13 % (fi-256 -2.5 / -0.8 %, Qwen3.6 +3 %), 176 rows
+  // +5..+17 %.
+  if (p.n >= 256 && mean_rows > 112 && mean_rows <= 160) return 12;
   if (p.n >= 256 && mean_rows > 240 && mean_rows <= 272) return 11;
   // Other 33..256 rows per group: 256 weight rows x 128 tokens (H100, session 4, MoE T=4096 = 128
   // rows per expert, FC1 x FC2 tactic sweep: DeepSeek-V3 9832 -> 8476 us, Qwen3.6-35B-A3B 944 -> 874,

@@ -372,12 +372,13 @@ TEST(GroupedHeuristic, TileByRowsPerExpert) {
   EXPECT_EQ(pick_grouped(256, 8, 8, 1024, 2048), "grouped_decode_dp_m8_r32_u4");  // Qwen3.6 FC1 T=8
   EXPECT_EQ(pick_grouped(256, 1024, 8, 1024, 2048), "grouped_wgmma_128x64_s6");   // 32 rows
   EXPECT_EQ(pick_grouped(256, 2048, 8, 1024, 2048), "grouped_wgmma_256x128_s4");  // 64 rows
-  // 113..144 rows: the 160-token tile, which runs tiles of <= 144 tokens at wgmma N = 144 (session 36).
+  // 113..160 rows: the 160-token tile, which runs tiles of <= 144 tokens at wgmma N = 144 (session 36).
   EXPECT_EQ(pick_grouped(256, 4096, 8, 1024, 2048), "grouped_wgmma_128x160_s6");  // 128 rows
   EXPECT_EQ(pick_grouped(256, 4352, 8, 1024, 2048), "grouped_wgmma_128x160_s6");  // 136 rows
   EXPECT_EQ(pick_grouped(256, 3584, 8, 1024, 2048), "grouped_wgmma_256x128_s4");  // 112 rows
   EXPECT_EQ(pick_grouped(256, 4608, 8, 1024, 2048), "grouped_wgmma_128x160_s6");  // 144 rows
-  EXPECT_EQ(pick_grouped(256, 4640, 8, 1024, 2048), "grouped_wgmma_256x128_s4");  // 145 rows
+  EXPECT_EQ(pick_grouped(256, 5120, 8, 1024, 2048), "grouped_wgmma_128x160_s6");  // 160 rows
+  EXPECT_EQ(pick_grouped(256, 5152, 8, 1024, 2048), "grouped_wgmma_256x128_s4");  // 161 rows
   EXPECT_EQ(pick_grouped(256, 4096, 8, 128, 2048), "grouped_wgmma_128x128_s4");   // < 256 weight rows
   EXPECT_EQ(pick_grouped(128, 3072, 8, 1536, 2048), "grouped_wgmma_256x128_s4");  // Qwen3-30B, 192 rows
   EXPECT_EQ(pick_grouped(128, 4096, 8, 1536, 2048), "grouped_wgmma_128x144_s6");  // Qwen3-30B, 256 rows: 2 x 144
