@@ -157,7 +157,7 @@ int grouped_gemm_default_tactic(const GroupedGemmParams& p, bool rich) {
   // against 11 / the rule's tile before: 128 rows DeepSeek-V3 -0.2 / -1.4 %, fi-256 -1.4 / -2.1 %, Qwen3.6
   // -2.6 / -2.4 %; 144 rows (T = 4608; 256x128 before) -24 / -23 %, -24 / -22 %, -19 / -20 %; at 112 rows
   // 256x128 stays (12: +3.6..+14.9 % against it). Run 6, 12 against 256x128: 152 rows -15..-19 %, 160
-  // rows -3.7..-9.7 %, 168 rows DeepSeek-V3 +12 / +13 % (fi-256 -2.5 / -0.8 %, Qwen3.6 +3 %), 176 rows
+  // rows -3.7..-9.7 %, 168 rows DeepSeek-V3 +13 / +12 % (fi-256 -2.5 / -0.8 %, Qwen3.6 +3.6 / +2.9 %), 176 rows
   // +5..+17 %.
   if (p.n >= 256 && mean_rows > 112 && mean_rows <= 160) return 12;
   if (p.n >= 256 && mean_rows > 240 && mean_rows <= 272) return 11;
