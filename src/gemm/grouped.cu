@@ -97,8 +97,7 @@ const GroupedTactic* grouped_gemm_tactic(int id) { return id >= 0 && id < kTacti
 int grouped_gemm_default_tactic(const GroupedGemmParams& p) { return grouped_gemm_default_tactic(p, device_hbm_rich()); }
 
 int grouped_gemm_default_tactic(const GroupedGemmParams& p, bool rich) {
-  const int64_t active = std::max<int64_t>(1, std::min(p.groups, p.max_rows));
-  const int64_t mean_rows = (p.max_rows + active - 1) / active;
+  const int64_t mean_rows = grouped_mean_rows(p);
   const int64_t max_rows = std::max<int64_t>(1, std::min(p.max_group_rows > 0 ? p.max_group_rows : p.max_rows, p.max_rows));
   if (mean_rows <= 16 && max_rows <= 64) {
     // The token tile follows the typical group, not the largest: a group with more rows than the

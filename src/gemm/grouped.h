@@ -83,6 +83,12 @@ int grouped_gemm_tactic_count();
 const GroupedTactic* grouped_gemm_tactic(int id);
 // The heuristic's tactic for this problem (uses max_rows / groups and max_group_rows), for this
 // device (`rich`: gemm_impl::device_hbm_rich(), tactics.h), or for either kind of device.
+// Rows per group as the heuristic sees them: max_rows over the groups that can have rows (at most
+// max_rows of them), rounded up; at least 1 group.
+inline int64_t grouped_mean_rows(const GroupedGemmParams& p) {
+  const int64_t active = p.groups < p.max_rows ? p.groups : p.max_rows;
+  return active > 1 ? (p.max_rows + active - 1) / active : p.max_rows;
+}
 int grouped_gemm_default_tactic(const GroupedGemmParams& p);
 int grouped_gemm_default_tactic(const GroupedGemmParams& p, bool rich);
 

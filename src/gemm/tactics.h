@@ -2,6 +2,7 @@
 // host questions (can_implement, workspace size, launch). The autotuner enumerates this table.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -55,6 +56,18 @@ bool device_hbm_rich();
 // An A/B switch of the heuristics: environment variable `name` when it is exactly one of the
 // characters of `allowed` (a digit), as that digit; else -1. Callers read it once (static).
 int env_digit(const char* name, const char* allowed);
+// A rule's override for A/B runs and tests: -1 = the rule, 0 = off, 1 = on (or its forced form);
+// starts from environment variable `name` ("0" / "1", read at the first use of the static that holds
+// it); set() takes any int (< 0: the rule) and returns the previous value.
+class RuleOverride {
+ public:
+  explicit RuleOverride(const char* name) : v_(env_digit(name, "01")) {}
+  int get() const { return v_.load(std::memory_order_relaxed); }
+  int set(int forced) { return v_.exchange(forced < 0 ? -1 : forced == 1 ? 1 : 0); }
+
+ private:
+  std::atomic<int> v_;
+};
 // W4A4 on the 8-token 32-row fragment-order tiles whose warps stream 8 K slices: the warps' rings carry
 // the NVFP4 codes and scales and the warps decode them (decode_kernel.cuh RingA4), instead of waiting
 // for the arrangement kernel. On where measured faster: devices that are not HBM-rich (`rich`:

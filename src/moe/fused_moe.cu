@@ -49,7 +49,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <string>
 
 #include "common/cuda_check.h"
@@ -60,7 +59,7 @@
 #include "fp4kit/tune.h"
 #include "gemm/grouped.h"
 #include "gemm/prepacked_layout.h"
-#include "gemm/tactics.h"  // env_digit
+#include "gemm/tactics.h"  // RuleOverride
 #include "moe/fused_decode.h"
 #include "moe/moe_kernels.h"
 #include "moe/moe_path.h"
@@ -81,8 +80,7 @@ std::string num(int64_t v) { return std::to_string(v); }
 // fc1_row_gather_pays: few n tiles, few rows per expert) and its tactic (forced, tuned or the
 // heuristic's) can: a wgmma tile of sm90::kGatherRowsBN = 256 weight rows, the only one that gathers.
 bool fc1_gathers_rows(gemm_impl::GroupedGemmParams g1, const int32_t* row_token, int64_t tokens) {
-  const int64_t active = std::max<int64_t>(1, std::min(g1.groups, g1.max_rows));
-  if (!moe_impl::fc1_row_gather_pays(g1.n, (g1.max_rows + active - 1) / active)) return false;
+  if (!moe_impl::fc1_row_gather_pays(g1.n, gemm_impl::grouped_mean_rows(g1))) return false;
   g1.tactic = g1.tactic >= 0 ? g1.tactic : gemm_impl::grouped_gemm_default_tactic(g1);
   g1.row_token = row_token;
   g1.a_rows = tokens;
@@ -486,17 +484,14 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
 
 namespace moe_impl {
 namespace {
-std::atomic<int>& fc1_row_gather_forced() {
-  static std::atomic<int> forced{gemm_impl::env_digit("FP4KIT_MOE_ROW_GATHER", "01")};
-  return forced;
+gemm_impl::RuleOverride& fc1_row_gather_override() {
+  static gemm_impl::RuleOverride o("FP4KIT_MOE_ROW_GATHER");
+  return o;
 }
 }  // namespace
 
-bool fc1_row_gather_enabled() { return fc1_row_gather_forced().load(std::memory_order_relaxed) != 0; }
-
-int set_fc1_row_gather_override(int forced) {
-  return fc1_row_gather_forced().exchange(forced < 0 ? -1 : forced == 1 ? 1 : 0);
-}
+bool fc1_row_gather_enabled() { return fc1_row_gather_override().get() != 0; }
+int set_fc1_row_gather_override(int forced) { return fc1_row_gather_override().set(forced); }
 }  // namespace moe_impl
 
 }  // namespace fp4kit

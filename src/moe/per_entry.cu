@@ -45,14 +45,13 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <string>
 #include <type_traits>
 
 #include "common/cuda_check.h"
 #include "fp4kit/device.h"
 #include "gemm/prepacked_layout.h"
-#include "gemm/tactics.h"  // env_digit
+#include "gemm/tactics.h"  // RuleOverride
 #include "gemm/sm90/decode_kernel.cuh"  // load_stream_u4/u2, mma_m16n8k16 (and fragment_decode.cuh)
 #include "moe/moe_device.cuh"
 #include "moe/moe_kernels.h"
@@ -699,18 +698,16 @@ Status launch_fc1_mode(const PerEntryArgs& a, GatherMode mode, uint16_t* xq, boo
   return Status(StatusCode::kInternal, "fused_moe: per-entry path: unknown input mode");
 }
 
-std::atomic<int>& fc2_l2_prefetch_state() {
-  static std::atomic<int> forced{gemm_impl::env_digit("FP4KIT_MOE_FC2_PREFETCH", "01")};
-  return forced;
+gemm_impl::RuleOverride& fc2_l2_prefetch_override() {
+  static gemm_impl::RuleOverride o("FP4KIT_MOE_FC2_PREFETCH");
+  return o;
 }
 
 }  // namespace
 
-bool fc2_l2_prefetch_enabled() { return fc2_l2_prefetch_state().load(std::memory_order_relaxed) != 0; }
-bool fc2_l2_prefetch_forced() { return fc2_l2_prefetch_state().load(std::memory_order_relaxed) == 1; }
-int set_fc2_l2_prefetch_override(int forced) {
-  return fc2_l2_prefetch_state().exchange(forced < 0 ? -1 : forced == 1 ? 1 : 0);
-}
+bool fc2_l2_prefetch_enabled() { return fc2_l2_prefetch_override().get() != 0; }
+bool fc2_l2_prefetch_forced() { return fc2_l2_prefetch_override().get() == 1; }
+int set_fc2_l2_prefetch_override(int forced) { return fc2_l2_prefetch_override().set(forced); }
 
 Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void* h, void* xq, int sms,
                      cudaStream_t stream) {

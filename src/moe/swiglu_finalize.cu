@@ -8,11 +8,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 
 #include "common/cuda_check.h"
 #include "common/launch_kernel.h"
-#include "gemm/tactics.h"  // env_digit
+#include "gemm/tactics.h"  // RuleOverride
 #include "moe/moe_device.cuh"
 #include "moe/moe_kernels.h"
 #include "quant/quant_common.cuh"  // pdl_wait, pdl_launch_dependents
@@ -135,19 +134,17 @@ __global__ void __launch_bounds__(kThreads) finalize_kernel(FinalizeArgs f) {
 }  // namespace
 
 namespace {
-std::atomic<int>& quant_block_forced() {
-  static std::atomic<int> forced{gemm_impl::env_digit("FP4KIT_MOE_QUANT_BLOCK", "01")};
-  return forced;
+gemm_impl::RuleOverride& quant_block_override() {
+  static gemm_impl::RuleOverride o("FP4KIT_MOE_QUANT_BLOCK");
+  return o;
 }
 }  // namespace
 
 bool quant_thread_per_block(int64_t nvfp4_blocks, int sm_count) {
-  return quant_thread_per_block(nvfp4_blocks, sm_count, quant_block_forced().load(std::memory_order_relaxed));
+  return quant_thread_per_block(nvfp4_blocks, sm_count, quant_block_override().get());
 }
 
-int set_quant_thread_per_block_override(int forced) {
-  return quant_block_forced().exchange(forced < 0 ? -1 : forced == 1 ? 1 : 0);
-}
+int set_quant_thread_per_block_override(int forced) { return quant_block_override().set(forced); }
 
 Status launch_swiglu(const SwigluArgs& s, int sm_count, cudaStream_t stream) {
   const int64_t nvfp4_blocks = s.max_rows * (s.inter / 16);
