@@ -27,7 +27,8 @@
 //     (PDL) after A. CTA (b, t) lists the local slots of token t in j order (shared memory), splits
 //     each slot's K = I into KS contiguous ranges ("units", KS chosen per CTA to balance the 8
 //     warps) and streams W2 rows [16Rb, 16R(b+1)) of each unit's expert (R = 2 when one row tile per
-//     CTA would pass a wave, else 1; groups of 8/R chunks; with R = 1 and rows of at most 12 chunks:
+//     CTA would pass a wave, else 1; rows of at most 4 chunks: up to 8, to fit one wave;
+//     groups of 8/R chunks; with R = 1 and rows of at most 12 chunks:
 //     rolling groups of 4, the next requested first; per_entry.h has the rules). The weights do not depend on
 //     A, so every warp issues its first load group BEFORE griddepcontrol.wait (overlapping A's
 //     tail); h is read after it. Finalize, per row, in fixed order:
@@ -544,11 +545,12 @@ __device__ __forceinline__ void compute_fc2(const Fc2Regs<U, R>& r, const uint16
 
 // kRoll (per_entry_fc2_rolls): groups of kUBRoll chunks, the next one requested before the current
 // one is computed; else groups of kUB chunks, each requested after the previous one is computed.
-// R row tiles per CTA (per_entry_fc2_row_tiles): with 2, each warp streams both tiles against the
-// same h fragments, in groups of kUB / 2 chunks (the same registers and bytes per group).
+// R row tiles per CTA (per_entry_fc2_row_tiles): with 2, 4 or 8, each warp streams every tile against
+// the same h fragments, in groups of kUB / R chunks (the same registers and bytes per group). The
+// chunks of a unit meet each tile's accumulator in the same order whatever R is: the same bits.
 template <bool kBF16, bool kRoll, int R>
 __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEntryArgs a) {
-  static_assert(R == 1 || (R == 2 && !kRoll), "two row tiles per CTA: plain groups");
+  static_assert(R == 1 || ((R == 2 || R == 4 || R == 8) && !kRoll), "several row tiles per CTA: plain groups");
   constexpr int U = kRoll ? kUBRoll : kUB / R;
   using T = std::conditional_t<kBF16, __nv_bfloat16, __half>;
   __shared__ int slot_s[kMaxTopK];
@@ -679,11 +681,14 @@ Status launch_fc1(PerEntryArgs a, uint16_t* xq, bool pdl, int sms, cudaStream_t 
 
 template <bool kBF16>
 Status launch_fc2(const PerEntryArgs& a, bool pdl, int sms, cudaStream_t stream) {
-  const int r = per_entry_fc2_row_tiles(a.hidden / 16, a.tokens, sms);
+  const int r = per_entry_fc2_row_tiles(a.hidden / 16, a.tokens, a.inter / 64, sms, fc2_wide_ctas_override());
   const bool roll = per_entry_fc2_rolls(a.inter / 64, r);
   const dim3 grid(unsigned(a.hidden / (16 * r)), unsigned(a.tokens));
-  auto fn = roll ? per_entry_fc2_kernel<kBF16, true, 1>
-                 : r == 2 ? per_entry_fc2_kernel<kBF16, false, 2> : per_entry_fc2_kernel<kBF16, false, 1>;
+  auto fn = roll     ? per_entry_fc2_kernel<kBF16, true, 1>
+            : r == 8 ? per_entry_fc2_kernel<kBF16, false, 8>
+            : r == 4 ? per_entry_fc2_kernel<kBF16, false, 4>
+            : r == 2 ? per_entry_fc2_kernel<kBF16, false, 2>
+                     : per_entry_fc2_kernel<kBF16, false, 1>;
   return detail::cuda_status(quant::launch_kernel(fn, grid, dim3(kThreads), 0, stream, pdl, a),
                              "fused_moe: per_entry_fc2_kernel");
 }
@@ -702,12 +707,18 @@ gemm_impl::RuleOverride& fc2_l2_prefetch_override() {
   static gemm_impl::RuleOverride o("FP4KIT_MOE_FC2_PREFETCH");
   return o;
 }
+gemm_impl::RuleOverride& fc2_wide_ctas_rule() {
+  static gemm_impl::RuleOverride o("FP4KIT_MOE_FC2_WIDE_CTAS");
+  return o;
+}
 
 }  // namespace
 
 bool fc2_l2_prefetch_enabled() { return fc2_l2_prefetch_override().get() != 0; }
 bool fc2_l2_prefetch_forced() { return fc2_l2_prefetch_override().get() == 1; }
 int set_fc2_l2_prefetch_override(int forced) { return fc2_l2_prefetch_override().set(forced); }
+int fc2_wide_ctas_override() { return fc2_wide_ctas_rule().get(); }
+int set_fc2_wide_ctas_override(int forced) { return fc2_wide_ctas_rule().set(forced); }
 
 Status run_per_entry(const MoeParams& p, const MoeDims& d, int32_t* header, void* h, void* xq, int sms,
                      cudaStream_t stream) {

@@ -40,9 +40,35 @@ constexpr bool per_entry_fc2_rolls(int64_t k_chunks, int row_tiles) { return row
 // rolling single tiles on short rows (H100 session 25, graph us with PDL, W4A16 / W4A4): fi-256 T = 1
 // 17.55 -> 15.08, T = 4 56.1 -> 48.2; Qwen3-30B T = 4 38.5 / 41.2 -> 34.1 / 37.2; Qwen3.6 T = 4 / 8
 // 28.6 / 52.1 -> 24.4 / 45.2 (with 2 tiles where one tile per CTA fits a wave, Qwen3 T = 2: +3..+9 %).
-constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int sm_count) {
-  return tiles % 2 == 0 && tiles * tokens > 2 * int64_t(sm_count) ? 2 : 1;
+// Rows of at most 4 chunks (K = I <= 256: fi-256) take as many tiles per CTA (1, 2, 4 or 8) as the
+// grid needs to fit one wave of 2 CTAs per SM (else 8): such CTAs are short (two tiles: one load group
+// of 4 chunks per warp), so halving their number pays for more load groups per warp (kUB / R chunks
+// of R tiles: the same registers per group). H100 session 37, graph us with PDL, medians of 3, against
+// the two-tile rule (W4A16 / W4A4): run 1, 4 tiles: fi-256 T = 2 (448 -> 224 CTAs) 23.38 / 24.11 ->
+// 21.59 / 22.16, T = 4 (896 -> 448) 42.92 / 44.15 -> 40.74 / 41.75, T = 1 (224 -> 112) +11 / +16 %; run
+// 2, 8 tiles: T = 3 (672 -> 168) 37.55 / 39.02 -> 34.81 / 36.26 (4 tiles, 336: 36.24 / 37.81), T = 4
+// (224) 43.08 / 44.35 -> 37.56 / 38.58, T = 2 (112) 24.07 / 24.76 against 21.53 / 22.20 for 4 tiles.
+// Longer rows lose with more tiles (their load groups halve: DeepSeek-V3 / fi-32 (32 chunks) T = 2 / 4
+// +4..+5 % with 4), and so do grids that fall under one CTA per SM (Qwen3.6 / Qwen3-30B T = 4: +20..+24 %
+// with 4). `wide` (tests, A/B runs): -1 the rule, 0 never more than 2 (the rule before session 37),
+// 1 the most tiles that divide `tiles` (8, 4, 2) whatever the grid.
+constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int64_t k_chunks, int sm_count, int wide = -1) {
+  const int64_t slots = 2 * int64_t(sm_count);
+  if (wide == 1 || (wide < 0 && k_chunks <= 4)) {
+    int widest = 1;
+    for (int r = 1; r <= 8; r *= 2) {
+      if (tiles % r != 0) break;
+      widest = r;
+      if (wide != 1 && tiles / r * tokens <= slots) return r;
+    }
+    return widest;
+  }
+  return tiles % 2 == 0 && tiles * tokens > slots ? 2 : 1;
 }
+// FP4KIT_MOE_FC2_WIDE_CTAS=0|1 at the first call, or set_fc2_wide_ctas_override (tests: -1 = the rule,
+// 0 = never more than 2 tiles, 1 = the most that divide H / 16; returns the previous): `wide` above.
+int fc2_wide_ctas_override();
+int set_fc2_wide_ctas_override(int forced);
 
 // Kernel A asks L2 for kernel B's FC2 rows of the last n entries (each CTA its slice of its
 // expert's H rows, after its main loop), and kernel B walks the tokens last to first, so that B's

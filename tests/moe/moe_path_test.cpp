@@ -288,13 +288,30 @@ TEST(MoePath, PerEntryRollingRules) {
   EXPECT_FALSE(per_entry_fc2_rolls(2048 / 64, 1));   // DeepSeek-V3, fi-32
   EXPECT_FALSE(per_entry_fc2_rolls(14336 / 64, 1));  // Mixtral
   EXPECT_FALSE(per_entry_fc2_rolls(256 / 64, 2));    // two row tiles per CTA: plain groups
-  using moe_impl::per_entry_fc2_row_tiles;             // (tiles = H / 16, T, SMs)
-  EXPECT_EQ(per_entry_fc2_row_tiles(448, 1, 132), 2);  // DeepSeek-V3 / fi-32 / fi-256 T = 1: 448 CTAs -> 224
-  EXPECT_EQ(per_entry_fc2_row_tiles(256, 1, 132), 1);  // Mixtral T = 1: 256 CTAs, one wave already
-  EXPECT_EQ(per_entry_fc2_row_tiles(256, 2, 132), 2);
-  EXPECT_EQ(per_entry_fc2_row_tiles(128, 2, 132), 1);  // Qwen T = 2: 256 CTAs (rolling single tiles)
-  EXPECT_EQ(per_entry_fc2_row_tiles(128, 4, 132), 2);  // Qwen T = 4: 512 -> 256 (session 25: -11..-15 %)
-  EXPECT_EQ(per_entry_fc2_row_tiles(133, 2, 132), 1);  // an odd tile count keeps one tile per CTA
+  using moe_impl::per_entry_fc2_row_tiles;  // (tiles = H / 16, T, k_chunks = I / 64, SMs[, wide])
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 1, 32, 132), 2);   // DeepSeek-V3 / fi-32 T = 1: 448 CTAs -> 224
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 4, 32, 132), 2);   // DeepSeek-V3 T = 4: long rows keep 2 tiles
+  EXPECT_EQ(per_entry_fc2_row_tiles(256, 1, 224, 132), 1);  // Mixtral T = 1: 256 CTAs, one wave already
+  EXPECT_EQ(per_entry_fc2_row_tiles(256, 2, 224, 132), 2);
+  EXPECT_EQ(per_entry_fc2_row_tiles(128, 2, 8, 132), 1);    // Qwen3.6 T = 2: 256 CTAs (rolling single tiles)
+  EXPECT_EQ(per_entry_fc2_row_tiles(128, 4, 8, 132), 2);    // Qwen3.6 T = 4: 512 -> 256 (session 25: -11..-15 %)
+  EXPECT_EQ(per_entry_fc2_row_tiles(128, 4, 12, 132), 2);   // Qwen3-30B T = 4
+  EXPECT_EQ(per_entry_fc2_row_tiles(133, 2, 12, 132), 1);   // an odd tile count keeps one tile per CTA
+  // Rows of at most 4 chunks (fi-256: 448 tiles): the fewest tiles per CTA whose grid fits 264 slots.
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 1, 4, 132), 2);   // T = 1: 224 CTAs
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 2, 4, 132), 4);   // T = 2: 224
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 3, 4, 132), 8);   // T = 3: 168 (336 with 4)
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 4, 4, 132), 8);   // T = 4: 224
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 8, 4, 132), 8);   // T = 8: 448, none fits: the most
+  EXPECT_EQ(per_entry_fc2_row_tiles(128, 2, 4, 132), 1);   // H = 2048, T = 2: 256 CTAs of one tile
+  EXPECT_EQ(per_entry_fc2_row_tiles(68, 16, 4, 132), 4);   // 68 tiles: 4 at most
+  EXPECT_EQ(per_entry_fc2_row_tiles(133, 4, 4, 132), 1);   // odd
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 4, 4, 132, 0), 2);  // off: the two-tile rule
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 1, 4, 132, 0), 2);
+  EXPECT_EQ(per_entry_fc2_row_tiles(128, 1, 32, 132, 1), 8);  // forced: the most that divide, any grid
+  EXPECT_EQ(per_entry_fc2_row_tiles(68, 1, 32, 132, 1), 4);
+  EXPECT_EQ(per_entry_fc2_row_tiles(130, 1, 4, 132, 1), 2);
+  EXPECT_EQ(per_entry_fc2_row_tiles(133, 1, 4, 132, 1), 1);
 }
 
 TEST(MoePath, PerEntryExpertSlices) {
