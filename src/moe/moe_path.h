@@ -65,7 +65,8 @@ inline double expected_rows_per_expert(int64_t tokens, int64_t top_k, int64_t e_
 //  * T == 1, or at most 4 entries (Mixtral T = 2: repeated experts, streamed once per slice).
 //  * Up to 32 entries with at most 1.2 expected rows per active expert (few repeats), and up to 64
 //    entries where the experts are not expected to repeat (E_local >= 4·T·k) on layers of H <= 4096
-//    (short FC1 rows, whose per-entry CTAs are short and many).
+//    (short FC1 rows, whose per-entry CTAs are short and many) or of I <= 256 (FC2 rows of at most 4
+//    chunks, where kernel B takes 8 row tiles per CTA: per_entry_fc2_row_tiles).
 // H100 session 25 (docs/PERF.md; kernel B with two plain row tiles per CTA where one tile per CTA
 // would take more than a wave, per_entry_fc2_row_tiles), graph us with PDL, per-entry vs the path
 // the previous rule took: DeepSeek-V3 T = 2 / 4 143.8 / 274.8 vs fused-decode 156.0 / 280.3, fi-32
@@ -76,15 +77,20 @@ inline double expected_rows_per_expert(int64_t tokens, int64_t top_k, int64_t e_
 // fi-32 T = 4 (1.46 rows) 246.5 vs 210.9, Qwen3-30B T = 8 (1.24 rows) 77.1 vs 60.4, fi-256 /
 // DeepSeek-V3 T = 8 (H = 7168) 82.6 / 531.9 vs fused-decode 77.6 / 473.0, every preset at T = 16. Earlier rules and figures: session 3 (per-entry
 // vs pipeline, Qwen3.6 T = 1 13.9 vs 23.2 us), session 5 and 16 (T = 4), session 21 (slices).
+// Session 37 (H100 run 3, docs/PERF.md; kernel B with 8 row tiles per CTA on I <= 256), per-entry
+// forced vs the previous rule's path, W4A16 / W4A4: fi-256 T = 5 / 6 53.01 / 54.84, 55.77 / 56.39 vs the
+// pipeline's 70.55 / 68.47, 71.19 / 69.41; T = 7 66.00 / 66.95 vs 76.52 / 74.93; T = 8 71.13 / 72.44 vs
+// fused-decode 75.69 / 76.75.
 inline constexpr double kPerEntryMaxRowsPerExpert = 1.2;
 inline constexpr int64_t kPerEntryShortRowsHidden = 4096;
+inline constexpr int64_t kPerEntryShortFc2Inter = 256;
 
-inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t hidden, int64_t e_local) {
+inline bool per_entry_preferred(int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter, int64_t e_local) {
   const int64_t entries = tokens * top_k;
   if (tokens == 1 || entries <= 4) return true;
   if (expected_rows_per_expert(tokens, top_k, e_local) > kPerEntryMaxRowsPerExpert) return false;
-  return entries <= 32 ||
-         (entries <= 64 && !experts_repeat(tokens, top_k, e_local) && hidden <= kPerEntryShortRowsHidden);
+  return entries <= 32 || (entries <= 64 && !experts_repeat(tokens, top_k, e_local) &&
+                           (hidden <= kPerEntryShortRowsHidden || inter <= kPerEntryShortFc2Inter));
 }
 
 // 32-row blocks per FC2 unit of the fused-decode kernel: 2 when K = I is at most 4 chunks of 64, so
@@ -127,7 +133,7 @@ inline MoePath resolve_moe_path(MoePath path, int64_t tokens, int64_t top_k, int
                                 int64_t e_local, bool w4a4, int sms) {
   if (path != MoePath::kAuto) return path;
   (void)w4a4;  // no rule depends on the mode since session 16; callers and tests still state it
-  if (per_entry_supported(tokens, top_k, hidden) && per_entry_preferred(tokens, top_k, hidden, e_local))
+  if (per_entry_supported(tokens, top_k, hidden) && per_entry_preferred(tokens, top_k, hidden, inter, e_local))
     return MoePath::kPerEntry;
   if (fused_decode_preferred(tokens, top_k, hidden, inter, e_local, sms)) return MoePath::kFusedDecode;
   return MoePath::kPipeline;

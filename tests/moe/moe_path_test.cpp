@@ -124,11 +124,15 @@ TEST(MoePath, AutoRule) {
   EXPECT_TRUE(pe(8, 8, 2048, 512, 256, true));
   EXPECT_FALSE(pe(9, 8, 2048, 512, 256, true));
   EXPECT_TRUE(pe(1, 8, 2048, 512, 256, true));
-  // fi-256 (H 7168, I 256): per-entry up to 32 entries (T = 4); T = 8 takes the fused-decode path.
+  // fi-256 (H 7168, I 256): per-entry up to 64 entries (T = 8; FC2 rows of 4 chunks, session 37).
   EXPECT_TRUE(pe(2, 8, 7168, 256, 256));
   EXPECT_TRUE(pe(4, 8, 7168, 256, 256));
   EXPECT_TRUE(pe(4, 8, 7168, 256, 256, true));
-  EXPECT_FALSE(pe(5, 8, 7168, 256, 256));
+  EXPECT_TRUE(pe(5, 8, 7168, 256, 256));
+  EXPECT_TRUE(pe(8, 8, 7168, 256, 256, true));
+  EXPECT_FALSE(pe(9, 8, 7168, 256, 256));
+  EXPECT_FALSE(pe(5, 8, 7168, 320, 256));  // I = 320: 5 chunks
+  EXPECT_FALSE(pe(8, 8, 7168, 256, 255));  // E_local < 4 T k: repeats expected
   // Repeated experts: more than 1.2 expected rows per active expert keeps the per-entry path off
   // beyond 4 entries (E 8, k 8, T = 2: 2 rows per expert; Qwen3-30B T = 8: 1.24).
   EXPECT_NEAR(moe_impl::expected_rows_per_expert(8, 8, 128), 1.240, 1e-3);
@@ -173,8 +177,9 @@ TEST(MoePath, AutoRule) {
   EXPECT_EQ(path(1, 8, 7168, 2048, 256), MoePath::kPerEntry);  // DeepSeek-V3
   EXPECT_EQ(path(4, 8, 7168, 2048, 256), MoePath::kPerEntry);
   EXPECT_EQ(path(8, 8, 7168, 2048, 256), kFused);
-  // fi-256 (I = 256: 64-row FC2 units, FC1 units from 0.4 W): 101 experts x 16 FC1 units at T = 8
-  EXPECT_EQ(path(8, 8, 7168, 256, 256), kFused);
+  // fi-256 (I = 256: 64-row FC2 units, FC1 units from 0.4 W): 101 experts x 16 FC1 units at T = 16
+  // (T = 8 takes the per-entry path since session 37).
+  EXPECT_EQ(path(8, 8, 7168, 256, 256), MoePath::kPerEntry);
   EXPECT_EQ(path(16, 8, 7168, 256, 256), kFused);
   EXPECT_EQ(moe_impl::fused_decode_fc2_blocks(256), 2);
   EXPECT_EQ(moe_impl::fused_decode_fc2_blocks(512), 1);
