@@ -506,6 +506,26 @@ void expect_forced_bit_identical(const Config& c, uint32_t seed, int (*set)(int)
   }
   EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * 2), 0) << what;
 }
+
+// expect_forced_bit_identical over `cases` (seeds seed, seed + 1, ...), stopping at the first failure;
+// the override is back at its rule (-1) afterwards.
+void expect_cases_forced_bit_identical(const std::vector<Config>& cases, uint32_t seed, int (*set)(int),
+                                       const char* what) {
+  struct Restore {
+    int (*set)(int);
+    ~Restore() { set(-1); }
+  } restore{set};
+  for (const Config& c : cases) {
+    SCOPED_TRACE(c.name());
+    expect_forced_bit_identical(c, seed++, set, what);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+std::vector<Config> on_path(std::vector<Config> cases, MoePath path) {
+  for (Config& c : cases) c.path = path;
+  return cases;
+}
 }  // namespace
 
 // The per-entry path's kernel A asking L2 for kernel B's FC2 rows, with kernel B walking the tokens
@@ -514,22 +534,12 @@ void expect_forced_bit_identical(const Config& c, uint32_t seed, int (*set)(int)
 // the rule alone would not prefetch.
 TEST(MoeGpu, PerEntryFc2PrefetchBitIdentical) {
   FP4KIT_REQUIRE_SM90A();
-  struct Restore {
-    ~Restore() { moe_impl::set_fc2_l2_prefetch_override(-1); }
-  } restore;
-  uint32_t seed = 4400;
-  Config cases[] = {
-      {3, 4096, 256, 16, 8, 1, 0, MoeMode::kW4A16, DType::kBF16},
-      {2, 1344, 128, 64, 4, 2, 1, MoeMode::kW4A4, DType::kFP16},
-      {3, 2048, 512, 64, 8, 1, 0, MoeMode::kW4A4, DType::kBF16},
-  };
-  for (Config& c : cases) {
-    c.path = MoePath::kPerEntry;
-    SCOPED_TRACE(c.name());
-    expect_forced_bit_identical(c, seed++, moe_impl::set_fc2_l2_prefetch_override,
-                                "kernel A's FC2 prefetch changed the output");
-    if (HasFailure()) return;
-  }
+  expect_cases_forced_bit_identical(on_path({{3, 4096, 256, 16, 8, 1, 0, MoeMode::kW4A16, DType::kBF16},
+                                             {2, 1344, 128, 64, 4, 2, 1, MoeMode::kW4A4, DType::kFP16},
+                                             {3, 2048, 512, 64, 8, 1, 0, MoeMode::kW4A4, DType::kBF16}},
+                                            MoePath::kPerEntry),
+                                    4400, moe_impl::set_fc2_l2_prefetch_override,
+                                    "kernel A's FC2 prefetch changed the output");
 }
 
 // The per-entry path's kernel B with 4 or 8 row tiles per CTA (moe_impl::per_entry_fc2_row_tiles; forced
@@ -539,23 +549,13 @@ TEST(MoeGpu, PerEntryFc2PrefetchBitIdentical) {
 // slots).
 TEST(MoeGpu, PerEntryFc2WideCtasBitIdentical) {
   FP4KIT_REQUIRE_SM90A();
-  struct Restore {
-    ~Restore() { moe_impl::set_fc2_wide_ctas_override(-1); }
-  } restore;
-  uint32_t seed = 4500;
-  Config cases[] = {
-      {4, 2048, 256, 64, 8, 1, 0, MoeMode::kW4A16, DType::kBF16},
-      {3, 1088, 256, 32, 8, 1, 0, MoeMode::kW4A4, DType::kFP16},
-      {2, 1536, 768, 16, 2, 1, 0, MoeMode::kW4A4, DType::kBF16},
-      {4, 1024, 256, 64, 4, 4, 3, MoeMode::kW4A16, DType::kFP16},  // expert parallel: 16 local experts
-  };
-  for (Config& c : cases) {
-    c.path = MoePath::kPerEntry;
-    SCOPED_TRACE(c.name());
-    expect_forced_bit_identical(c, seed++, moe_impl::set_fc2_wide_ctas_override,
-                                "kernel B with 4 or 8 row tiles per CTA changed the output");
-    if (HasFailure()) return;
-  }
+  expect_cases_forced_bit_identical(
+      on_path({{4, 2048, 256, 64, 8, 1, 0, MoeMode::kW4A16, DType::kBF16},
+               {3, 1088, 256, 32, 8, 1, 0, MoeMode::kW4A4, DType::kFP16},
+               {2, 1536, 768, 16, 2, 1, 0, MoeMode::kW4A4, DType::kBF16},
+               {4, 1024, 256, 64, 4, 4, 3, MoeMode::kW4A16, DType::kFP16}},  // expert parallel: 16 local experts
+              MoePath::kPerEntry),
+      4500, moe_impl::set_fc2_wide_ctas_override, "kernel B with 4 or 8 row tiles per CTA changed the output");
 }
 
 // W4A4's elementwise round trips (SwiGLU's requantization, the multi-kernel path's per-token
@@ -565,19 +565,12 @@ TEST(MoeGpu, PerEntryFc2WideCtasBitIdentical) {
 // (quantize_rows) and per-expert scales (the gather quantizes each entry, SwiGLU reads each row's).
 TEST(MoeGpu, W4A4ThreadPerBlockRoundTripsBitIdentical) {
   FP4KIT_REQUIRE_SM90A();
-  struct Restore {
-    ~Restore() { moe_impl::set_quant_thread_per_block_override(-1); }
-  } restore;
-  uint32_t seed = 4200;
-  for (bool per_expert : {false, true}) {
-    for (DType act : {DType::kBF16, DType::kFP16}) {
-      const Config c{1100, 192, 64, 16, 4, 1, 0, MoeMode::kW4A4, act, false, per_expert};
-      SCOPED_TRACE(c.name());
-      expect_forced_bit_identical(c, seed++, moe_impl::set_quant_thread_per_block_override,
-                                  "one thread per block differs from four lanes per block");
-      if (HasFailure()) return;
-    }
-  }
+  std::vector<Config> cases;
+  for (bool per_expert : {false, true})
+    for (DType act : {DType::kBF16, DType::kFP16})
+      cases.push_back(Config{1100, 192, 64, 16, 4, 1, 0, MoeMode::kW4A4, act, false, per_expert});
+  expect_cases_forced_bit_identical(cases, 4200, moe_impl::set_quant_thread_per_block_override,
+                                    "one thread per block differs from four lanes per block");
 }
 
 // The pipeline's FC1 reading its token rows in place (moe_impl::fc1_row_gather_enabled: one TMA row
@@ -586,7 +579,7 @@ TEST(MoeGpu, W4A4ThreadPerBlockRoundTripsBitIdentical) {
 // the one that gathers; 113..160 rows take the 160-token tile since session 36); W4A16 in both dtypes, W4A4 with one activation global (tokens quantized
 // once, read in place) and per expert (gathered either way), and expert parallelism.
 TEST(MoeGpu, Fc1RowGatherBitIdenticalToGatheredCopy) {
-  const Config cases[] = {
+  const std::vector<Config> cases = {
       {1400, 192, 128, 32, 4, 1, 0, MoeMode::kW4A16, DType::kBF16},
       {1400, 192, 128, 32, 4, 1, 0, MoeMode::kW4A16, DType::kFP16},
       {1030, 256, 128, 24, 5, 1, 0, MoeMode::kW4A4, DType::kBF16},
@@ -610,16 +603,8 @@ TEST(MoeGpu, Fc1RowGatherBitIdenticalToGatheredCopy) {
     ASSERT_TRUE(moe_impl::fc1_row_gather_pays(g.n, (g.max_rows + g.groups - 1) / g.groups));
   }
   FP4KIT_REQUIRE_SM90A();
-  struct Restore {
-    ~Restore() { moe_impl::set_fc1_row_gather_override(-1); }
-  } restore;
-  uint32_t seed = 4300;
-  for (const Config& c : cases) {
-    SCOPED_TRACE(c.name());
-    expect_forced_bit_identical(c, seed++, moe_impl::set_fc1_row_gather_override,
-                                "FC1 reading rows in place differs from the gathered copy");
-    if (HasFailure()) return;
-  }
+  expect_cases_forced_bit_identical(cases, 4300, moe_impl::set_fc1_row_gather_override,
+                                    "FC1 reading rows in place differs from the gathered copy");
 }
 
 // Hundreds of experts with tens to hundreds of rows each: the grouped wgmma tiles (several
