@@ -66,7 +66,7 @@ inline double expected_rows_per_expert(int64_t tokens, int64_t top_k, int64_t e_
 //  * Up to 32 entries with at most 1.2 expected rows per active expert (few repeats), and up to 64
 //    entries where the experts are not expected to repeat (E_local >= 4·T·k) on layers of H <= 4096
 //    (short FC1 rows, whose per-entry CTAs are short and many) or of I <= 256 (FC2 rows of at most 4
-//    chunks, where kernel B takes 8 row tiles per CTA: per_entry_fc2_row_tiles).
+//    chunks, where kernel B takes up to 8 row tiles per CTA: per_entry_fc2_row_tiles).
 // H100 session 25 (docs/PERF.md; kernel B with two plain row tiles per CTA where one tile per CTA
 // would take more than a wave, per_entry_fc2_row_tiles), graph us with PDL, per-entry vs the path
 // the previous rule took: DeepSeek-V3 T = 2 / 4 143.8 / 274.8 vs fused-decode 156.0 / 280.3, fi-32
@@ -74,10 +74,10 @@ inline double expected_rows_per_expert(int64_t tokens, int64_t top_k, int64_t e_
 // fused-decode 53.4 (W4A4 48.4 vs 54.3), T = 7 40.8 vs fused-decode 49.9; T = 5 / 6 (the pipeline
 // before, not timed there; it took 35.0 / 59.8 at T = 4 / 8) 31.5 / 36.2, fused-decode 42.5 / 44.0.
 // Kept off: Qwen3-30B T = 5 / 6 (E_local = 128 < 4·T·k; 1.13 / 1.17 rows) 51.9 / 61.9 vs 48.5 / 50.7,
-// fi-32 T = 4 (1.46 rows) 246.5 vs 210.9, Qwen3-30B T = 8 (1.24 rows) 77.1 vs 60.4, fi-256 /
-// DeepSeek-V3 T = 8 (H = 7168) 82.6 / 531.9 vs fused-decode 77.6 / 473.0, every preset at T = 16. Earlier rules and figures: session 3 (per-entry
+// fi-32 T = 4 (1.46 rows) 246.5 vs 210.9, Qwen3-30B T = 8 (1.24 rows) 77.1 vs 60.4, fi-256 (until
+// session 37, below) / DeepSeek-V3 T = 8 (H = 7168) 82.6 / 531.9 vs fused-decode 77.6 / 473.0, every preset at T = 16. Earlier rules and figures: session 3 (per-entry
 // vs pipeline, Qwen3.6 T = 1 13.9 vs 23.2 us), session 5 and 16 (T = 4), session 21 (slices).
-// Session 37 (H100 run 3, docs/PERF.md; kernel B with 8 row tiles per CTA on I <= 256), per-entry
+// Session 37 (H100 run 3, docs/PERF.md; kernel B with up to 8 row tiles per CTA on I <= 256), per-entry
 // forced vs the previous rule's path, W4A16 / W4A4: fi-256 T = 5 / 6 53.01 / 54.84, 55.77 / 56.39 vs the
 // pipeline's 70.55 / 68.47, 71.19 / 69.41; T = 7 66.00 / 66.95 vs 76.52 / 74.93; T = 8 71.13 / 72.44 vs
 // fused-decode 75.69 / 76.75.

@@ -48,9 +48,9 @@ constexpr bool per_entry_fc2_rolls(int64_t k_chunks, int row_tiles) { return row
 // 21.59 / 22.16, T = 4 (896 -> 448) 42.92 / 44.15 -> 40.74 / 41.75, T = 1 (224 -> 112) +11 / +16 %; run
 // 2, 8 tiles: T = 3 (672 -> 168) 37.55 / 39.02 -> 34.81 / 36.26 (4 tiles, 336: 36.24 / 37.81), T = 4
 // (224) 43.08 / 44.35 -> 37.56 / 38.58, T = 2 (112) 24.07 / 24.76 against 21.53 / 22.20 for 4 tiles.
-// Longer rows lose with more tiles (their load groups halve: DeepSeek-V3 / fi-32 (32 chunks) T = 2 / 4
-// +4..+5 % with 4), and so do grids that fall under one CTA per SM (Qwen3.6 / Qwen3-30B T = 4: +20..+24 %
-// with 4). `wide` (tests, A/B runs): -1 the rule, 0 never more than 2 (the rule before session 37),
+// Longer rows lose with more tiles (their load groups halve: DeepSeek-V3 T = 2 / 4 and fi-32 T = 2 (32
+// chunks) +4.0..+4.6 % with 4), and grids that fall under one CTA per SM lose more (with 4: Qwen3.6 /
+// Qwen3-30B T = 4 +20..+24 %, DeepSeek-V3 / fi-32 T = 1 +34..+35 %, Mixtral T = 2 +39..+40 %). `wide` (tests, A/B runs): -1 the rule, 0 never more than 2 (the rule before session 37),
 // 1 the most tiles that divide `tiles` (8, 4, 2) whatever the grid.
 constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int64_t k_chunks, int sm_count, int wide = -1) {
   const int64_t slots = 2 * int64_t(sm_count);
