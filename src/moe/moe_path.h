@@ -80,7 +80,8 @@ inline double expected_rows_per_expert(int64_t tokens, int64_t top_k, int64_t e_
 // Session 37 (H100 run 3, docs/PERF.md; kernel B with up to 8 row tiles per CTA on I <= 256), per-entry
 // forced vs the previous rule's path, W4A16 / W4A4: fi-256 T = 5 / 6 53.01 / 54.84, 55.77 / 56.39 vs the
 // pipeline's 70.55 / 68.47, 71.19 / 69.41; T = 7 66.00 / 66.95 vs 76.52 / 74.93; T = 8 71.13 / 72.44 vs
-// fused-decode 75.69 / 76.75.
+// fused-decode 75.69 / 76.75. (Only H = 7168 was measured in that band; larger H up to
+// kPerEntryMaxHidden is an extrapolation: kernel A's CTAs then stream longer rows.)
 inline constexpr double kPerEntryMaxRowsPerExpert = 1.2;
 inline constexpr int64_t kPerEntryShortRowsHidden = 4096;
 inline constexpr int64_t kPerEntryShortFc2Inter = 256;

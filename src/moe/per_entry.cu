@@ -546,7 +546,8 @@ __device__ __forceinline__ void compute_fc2(const Fc2Regs<U, R>& r, const uint16
 // kRoll (per_entry_fc2_rolls): groups of kUBRoll chunks, the next one requested before the current
 // one is computed; else groups of kUB chunks, each requested after the previous one is computed.
 // R row tiles per CTA (per_entry_fc2_row_tiles): with 2, 4 or 8, each warp streams every tile against
-// the same h fragments, in groups of kUB / R chunks (the same registers and bytes per group). The
+// the same h fragments, in groups of kUB / R chunks (the same load registers and bytes per group; the
+// accumulators are 4R floats). The
 // chunks of a unit meet each tile's accumulator in the same order whatever R is: the same bits.
 template <bool kBF16, bool kRoll, int R>
 __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEntryArgs a) {

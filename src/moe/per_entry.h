@@ -6,7 +6,7 @@
 
 #include "fp4kit/moe.h"
 #include "fp4kit/status.h"
-#include "moe/moe_path.h"  // experts_repeat
+#include "moe/moe_path.h"  // experts_repeat, kPerEntryShortFc2Inter
 #include "moe/moe_workspace.h"
 
 typedef struct CUstream_st* cudaStream_t;
@@ -28,7 +28,7 @@ constexpr bool per_entry_fc1_rolls(int64_t ctas, int64_t k_chunks, int sm_count)
 }
 // Kernel B (FC2 + finalize) streams rolling 4-chunk groups when each FC2 row is short (K = I of at
 // most 12 chunks of 64) and its CTAs take one row tile each (per_entry_fc2_row_tiles below), else
-// plain 8-chunk groups. Each group's h is read from L2 when it is computed:
+// plain groups of 8/R chunks of R tiles. Each group's h is read from L2 when it is computed:
 // with long rows twice as many groups cost more than the overlap gains (same run: Qwen3.6 / Qwen3-30B /
 // fi-256 (8 / 12 / 4 chunks) T = 1 -5.8 / -2.3 / -3.4 %; DeepSeek-V3 / Mixtral (32 / 224) +6..+7 %).
 // Both rules against neither (run 5, medians of 3, auto path): fi-256 T = 1 / 2 -12.5 / -7.8 %,
@@ -40,21 +40,25 @@ constexpr bool per_entry_fc2_rolls(int64_t k_chunks, int row_tiles) { return row
 // rolling single tiles on short rows (H100 session 25, graph us with PDL, W4A16 / W4A4): fi-256 T = 1
 // 17.55 -> 15.08, T = 4 56.1 -> 48.2; Qwen3-30B T = 4 38.5 / 41.2 -> 34.1 / 37.2; Qwen3.6 T = 4 / 8
 // 28.6 / 52.1 -> 24.4 / 45.2 (with 2 tiles where one tile per CTA fits a wave, Qwen3 T = 2: +3..+9 %).
-// Rows of at most 4 chunks (K = I <= 256: fi-256) take as many tiles per CTA (1, 2, 4 or 8) as the
-// grid needs to fit one wave of 2 CTAs per SM (else 8): such CTAs are short (two tiles: one load group
-// of 4 chunks per warp), so halving their number pays for more load groups per warp (kUB / R chunks
-// of R tiles: the same registers per group). H100 session 37, graph us with PDL, medians of 3, against
+// Rows of at most 4 chunks (K = I <= kPerEntryShortFc2Inter = 256: fi-256; moe_path.h's rule sends 33..64
+// entries of such layers here) take as many tiles per CTA (1, 2, 4 or 8) as the grid needs to fit one
+// wave of 2 CTAs per SM, else the most that divide H/16 (8, or 4 where H % 128 == 64): such CTAs are
+// short (two tiles: one load group of 4 chunks per warp), so halving their number pays for more load
+// groups per warp (kUB / R chunks of R tiles: the same load registers per group; the accumulators grow
+// to 4R floats, and the 8-tile kernel spills 20-28 bytes at its 128 registers). H100 session 37, graph us with PDL, medians of 3, against
 // the two-tile rule (W4A16 / W4A4): run 1, 4 tiles: fi-256 T = 2 (448 -> 224 CTAs) 23.38 / 24.11 ->
 // 21.59 / 22.16, T = 4 (896 -> 448) 42.92 / 44.15 -> 40.74 / 41.75, T = 1 (224 -> 112) +11 / +16 %; run
 // 2, 8 tiles: T = 3 (672 -> 168) 37.55 / 39.02 -> 34.81 / 36.26 (4 tiles, 336: 36.24 / 37.81), T = 4
 // (224) 43.08 / 44.35 -> 37.56 / 38.58, T = 2 (112) 24.07 / 24.76 against 21.53 / 22.20 for 4 tiles.
 // Longer rows lose with more tiles (their load groups halve: DeepSeek-V3 T = 2 / 4 and fi-32 T = 2 (32
 // chunks) +4.0..+4.6 % with 4), and grids that fall under one CTA per SM lose more (with 4: Qwen3.6 /
-// Qwen3-30B T = 4 +20..+24 %, DeepSeek-V3 / fi-32 T = 1 +34..+35 %, Mixtral T = 2 +39..+40 %). `wide` (tests, A/B runs): -1 the rule, 0 never more than 2 (the rule before session 37),
-// 1 the most tiles that divide `tiles` (8, 4, 2) whatever the grid.
+// Qwen3-30B T = 4 +20..+24 %, DeepSeek-V3 / fi-32 T = 1 +34..+35 %, Mixtral T = 2 +39..+40 %).
+// `wide` (tests, A/B runs): -1 the rule, 0 never more than 2 (the rule before session 37), 1 the most
+// tiles that divide `tiles` (8, 4, 2) whatever the grid. (0 leaves moe_path.h's path rule as it is:
+// fi-256 T = 5..8 then runs the per-entry path with two tiles, slower than the old paths there.)
 constexpr int per_entry_fc2_row_tiles(int64_t tiles, int64_t tokens, int64_t k_chunks, int sm_count, int wide = -1) {
   const int64_t slots = 2 * int64_t(sm_count);
-  if (wide == 1 || (wide < 0 && k_chunks <= 4)) {
+  if (wide == 1 || (wide < 0 && k_chunks <= kPerEntryShortFc2Inter / 64)) {
     int widest = 1;
     for (int r = 1; r <= 8; r *= 2) {
       if (tiles % r != 0) break;

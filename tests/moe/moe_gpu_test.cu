@@ -508,13 +508,14 @@ void expect_forced_bit_identical(const Config& c, uint32_t seed, int (*set)(int)
 }
 
 // expect_forced_bit_identical over `cases` (seeds seed, seed + 1, ...), stopping at the first failure;
-// the override is back at its rule (-1) afterwards.
+// the override is back at its value from before (an FP4KIT_* variable's, or the rule) afterwards.
 void expect_cases_forced_bit_identical(const std::vector<Config>& cases, uint32_t seed, int (*set)(int),
                                        const char* what) {
   struct Restore {
     int (*set)(int);
-    ~Restore() { set(-1); }
-  } restore{set};
+    int previous;
+    ~Restore() { set(previous); }
+  } restore{set, set(-1)};
   for (const Config& c : cases) {
     SCOPED_TRACE(c.name());
     expect_forced_bit_identical(c, seed++, set, what);

@@ -141,7 +141,7 @@ TEST(MoePath, AutoRule) {
   EXPECT_FALSE(pe(2, 8, 7168, 2048, 8));
   EXPECT_TRUE(pe(2, 8, 7168, 2048, 32));  // fi-32 T = 2: 1.14 rows per expert
   EXPECT_FALSE(pe(4, 8, 7168, 2048, 32));  // 1.46
-  // 33..64 entries only where experts do not repeat (E_local >= 4 T k) and H <= 4096: Qwen3-30B (E 128)
+  // 33..64 entries only where experts do not repeat (E_local >= 4 T k) and H <= 4096 or I <= 256: Qwen3-30B (E 128)
   // T = 4 yes, T = 5 / 6 (1.13 / 1.17 rows, but 128 < 160 / 192) no.
   EXPECT_TRUE(pe(4, 8, 2048, 768, 128));
   EXPECT_FALSE(pe(5, 8, 2048, 768, 128));
@@ -311,6 +311,8 @@ TEST(MoePath, PerEntryRollingRules) {
   EXPECT_EQ(per_entry_fc2_row_tiles(128, 2, 4, 132), 1);   // H = 2048, T = 2: 256 CTAs of one tile
   EXPECT_EQ(per_entry_fc2_row_tiles(68, 16, 4, 132), 4);   // 68 tiles: 4 at most
   EXPECT_EQ(per_entry_fc2_row_tiles(133, 4, 4, 132), 1);   // odd
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 4, 5, 132), 2);   // 5 chunks (I = 320): the two-tile rule
+  EXPECT_EQ(per_entry_fc2_row_tiles(448, 0, 4, 132), 1);   // no tokens: the fewest
   EXPECT_EQ(per_entry_fc2_row_tiles(448, 4, 4, 132, 0), 2);  // off: the two-tile rule
   EXPECT_EQ(per_entry_fc2_row_tiles(448, 1, 4, 132, 0), 2);
   EXPECT_EQ(per_entry_fc2_row_tiles(128, 1, 32, 132, 1), 8);  // forced: the most that divide, any grid
