@@ -24,6 +24,21 @@ def read_rows(path):
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+def read_provenance(path):
+    """(device, source) from the CSV's header comments ("# device ...", "# fp4kit ... source HASH")."""
+    device = source = ""
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            if line.startswith("# device "):
+                device = line[len("# device "):].split(" sms=")[0].strip()
+            m = re.search(r"\bsource (\S+)", line)
+            if line.startswith("# fp4kit") and m:
+                source = m.group(1)
+    return device, source
+
+
 def point_key(r):
     if "preset" in r:  # bench moe
         return (r["preset"], r.get("routing", ""), "T=" + r["T"], r["impl"])
@@ -41,12 +56,14 @@ def main(argv):
     label = {}                             # (point, arm) -> tactic / path
     bad = []
     arms = set()
+    provenance = collections.defaultdict(set)  # arm -> {(device, source)}
     for path in a.files:
         m = re.match(r"(.+)_r(\d+)\.csv$", os.path.basename(path))
         if not m:
             sys.exit(f"ab_table: {path}: expected ARM_rREP.csv")
         arm = m.group(1)
         arms.add(arm)
+        provenance[arm].add(read_provenance(path))
         for r in read_rows(path):
             if not r.get("impl", "").startswith("fp4kit") or r["impl"].endswith(".best"):
                 continue
@@ -65,6 +82,16 @@ def main(argv):
         sys.exit(f"ab_table: no files of arm {base!r} (arms: {', '.join(arms)})")
     others = [x for x in arms if x != base]
     points = sorted({k for (k, arm) in times if all((k, x) in times for x in arms)})
+    # Files of one arm from different binaries, or arms from different GPUs, are not an A/B (e.g. stale
+    # CSVs of an earlier run in the same directory).
+    warnings = [f"arm {arm}: files from {len(p)} builds or devices: " + "; ".join(f"{d or '?'} {s or '?'}" for d, s in sorted(p))
+                for arm, p in sorted(provenance.items()) if len(p) > 1]
+    devices = {d for p in provenance.values() for d, _ in p}
+    if len(devices) > 1:
+        warnings.append("arms measured on different devices: " + ", ".join(sorted(d or "?" for d in devices)))
+    for w in warnings:
+        print(f"ab_table: warning: {w}", file=sys.stderr)
+        print(f"# warning: {w}")
     print(f"# {a.col}, medians over repetitions; ratio = arm / {base}")
     head = f"{'point':<44} {base:>10}" + "".join(f" {x:>10} {'ratio':>6}" for x in others) + "  spread  tactic"
     print(head)
