@@ -547,8 +547,8 @@ __device__ __forceinline__ void compute_fc2(const Fc2Regs<U, R>& r, const uint16
 // one is computed; else groups of kUB chunks, each requested after the previous one is computed.
 // R row tiles per CTA (per_entry_fc2_row_tiles): with 2, 4 or 8, each warp streams every tile against
 // the same h fragments, in groups of kUB / R chunks (the same load registers and bytes per group; the
-// accumulators are 4R floats). The
-// chunks of a unit meet each tile's accumulator in the same order whatever R is: the same bits.
+// accumulators are 4R floats). The chunks of a unit meet each tile's accumulator in the same order
+// whatever R is: the same bits.
 template <bool kBF16, bool kRoll, int R>
 __global__ void __launch_bounds__(kThreads, 2) per_entry_fc2_kernel(const PerEntryArgs a) {
   static_assert(R == 1 || ((R == 2 || R == 4 || R == 8) && !kRoll), "several row tiles per CTA: plain groups");
@@ -704,7 +704,7 @@ Status launch_fc1_mode(const PerEntryArgs& a, GatherMode mode, uint16_t* xq, boo
   return Status(StatusCode::kInternal, "fused_moe: per-entry path: unknown input mode");
 }
 
-gemm_impl::RuleOverride& fc2_l2_prefetch_override() {
+gemm_impl::RuleOverride& fc2_l2_prefetch_rule() {
   static gemm_impl::RuleOverride o("FP4KIT_MOE_FC2_PREFETCH");
   return o;
 }
@@ -715,9 +715,9 @@ gemm_impl::RuleOverride& fc2_wide_ctas_rule() {
 
 }  // namespace
 
-bool fc2_l2_prefetch_enabled() { return fc2_l2_prefetch_override().get() != 0; }
-bool fc2_l2_prefetch_forced() { return fc2_l2_prefetch_override().get() == 1; }
-int set_fc2_l2_prefetch_override(int forced) { return fc2_l2_prefetch_override().set(forced); }
+bool fc2_l2_prefetch_enabled() { return fc2_l2_prefetch_rule().get() != 0; }
+bool fc2_l2_prefetch_forced() { return fc2_l2_prefetch_rule().get() == 1; }
+int set_fc2_l2_prefetch_override(int forced) { return fc2_l2_prefetch_rule().set(forced); }
 int fc2_wide_ctas_override() { return fc2_wide_ctas_rule().get(); }
 int set_fc2_wide_ctas_override(int forced) { return fc2_wide_ctas_rule().set(forced); }
 
