@@ -985,13 +985,15 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         const int64_t last_cta = stream_k ? worker_of(total, gridDim.x, tile_first + args.k_chunks - 1) : 0;
         const int64_t row = stream_k ? int64_t(blockIdx.x) * 2 + wu.split : int64_t(wu.tile) * k_splits + wu.split;
         const int arrivals = stream_k ? int(last_cta - first_cta + 1) : k_splits;
-        float* mine = args.partials + (row * 256 + ct) * kPer;
+        // A partial is [kPer / 4][256 consumer threads] float4s: a warp's store or load of one float4
+        // index covers 512 contiguous bytes (4 lines). (Per-thread rows of kPer floats put each lane of
+        // a warp access on its own line: 32 L1 wavefronts per instruction.)
+        float4* mine = reinterpret_cast<float4*>(args.partials) + row * (kPer / 4) * 256 + ct;
 #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
           for (int i = 0; i < kAcc; i += 4)
-            __stcg(reinterpret_cast<float4*>(mine + sl * kAcc + i),
-                   make_float4(acc[sl][i], acc[sl][i + 1], acc[sl][i + 2], acc[sl][i + 3]));
+            __stcg(mine + (sl * kAcc + i) / 4 * 256, make_float4(acc[sl][i], acc[sl][i + 1], acc[sl][i + 2], acc[sl][i + 3]));
         consumer_barrier();
         if (ct == 0) last_unit = arrive_acq_rel(args.counters + wu.tile) == arrivals - 1;
         consumer_barrier();
@@ -1003,12 +1005,12 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         for (int sp = 0; sp < arrivals; ++sp) {
           const int64_t src = stream_k ? (first_cta + sp) * 2 + partial_slot(total, gridDim.x, first_cta + sp, tile_first)
                                        : int64_t(wu.tile) * k_splits + sp;
-          const float* p = args.partials + (src * 256 + ct) * kPer;
+          const float4* p = reinterpret_cast<const float4*>(args.partials) + src * (kPer / 4) * 256 + ct;
 #pragma unroll
           for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
             for (int i = 0; i < kAcc; i += 4) {
-              const float4 v = __ldcg(reinterpret_cast<const float4*>(p + sl * kAcc + i));
+              const float4 v = __ldcg(p + (sl * kAcc + i) / 4 * 256);
               acc[sl][i] += v.x;
               acc[sl][i + 1] += v.y;
               acc[sl][i + 2] += v.z;
