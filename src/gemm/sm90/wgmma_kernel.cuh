@@ -76,12 +76,12 @@ struct WgmmaGemmArgs {
   // weights are slice g of the 4D tensor maps; tiles are enumerated group by group.
   const int* offsets;
   int groups;
-  // Split-K (dense mode only; 1 = off): partials [num_tiles * k_splits][256 consumer threads]
-  // [slabs * BM/2] FP32, counters [num_tiles], zero before the launch and left zero after it.
+  // Split-K (dense mode only; 1 = off): partials [num_tiles * k_splits][slabs * BM/8][256 consumer
+  // threads] float4s, counters [num_tiles], zero before the launch and left zero after it.
   int k_splits;
   // Stream-K (dense mode only; k_splits is then 1): CTA b of the grid takes the contiguous range
   // b of the num_tiles * k_chunks (tile, k chunk) units (stream_k.cuh); partials [grid][2 slots]
-  // [256 consumer threads][slabs * BM/2] FP32, counters [num_tiles] as for split-K.
+  // [slabs * BM/8][256 consumer threads] float4s, counters [num_tiles] as for split-K.
   int stream_k;
   float* partials;
   int* counters;
@@ -986,8 +986,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         const int64_t row = stream_k ? int64_t(blockIdx.x) * 2 + wu.split : int64_t(wu.tile) * k_splits + wu.split;
         const int arrivals = stream_k ? int(last_cta - first_cta + 1) : k_splits;
         // A partial is [kPer / 4][256 consumer threads] float4s: a warp's store or load of one float4
-        // index covers 512 contiguous bytes (4 lines). (Per-thread rows of kPer floats put each lane of
-        // a warp access on its own line: 32 L1 wavefronts per instruction.)
+        // index covers 512 contiguous bytes (4 lines). (Per-thread rows of kPer floats, kPer * 4 bytes
+        // apart, spread a warp access over 12 lines at BM = 24 and 32 from BM = 64 on.)
         float4* mine = reinterpret_cast<float4*>(args.partials) + row * (kPer / 4) * 256 + ct;
 #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl)
