@@ -355,6 +355,17 @@ __device__ __forceinline__ void wg_group_prefix(const WgmmaGemmArgs& args, const
   }
 }
 
+// A unit's partial accumulators, in the cluster's pipeline stages or in the split-K / stream-K
+// workspace, are [kSlabs * kAcc / 4][256 consumer threads] float4s: conflict-free in shared memory,
+// and a warp's global access covers 512 contiguous bytes. (Per-thread rows of kSlabs * kAcc floats
+// spread a warp access over 12 lines at BM = 24 and 32 from BM = 64 on: H200, the 4-way workspace
+// splits 3-20 % slower, docs/PERF.md session 38.) Consumer thread ct's accumulators i..i+3 of slab
+// sl are float4 ct + partial_f4(sl, i).
+template <int kAcc>
+__device__ __forceinline__ int partial_f4(int sl, int i) {
+  return (sl * kAcc + i) / 4 * 256;
+}
+
 // Work unit u -> (tile, k chunk range): split-K units of one tile are consecutive.
 struct WgUnit {
   int tile, split, kb_begin, kb_end;
@@ -901,18 +912,17 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         if (partial_tile && args.cluster_splits) {
           // Split-K inside the cluster: every split stores its accumulators into its own pipeline
           // stages (idle once both warpgroups are past their mainloops: one unit per CTA, all its
-          // loads consumed) as [i / 4][consumer thread] float4s, so that a warp's stores and loads
-          // are conflict-free; after a cluster barrier the tile's first split adds the others' in
+          // loads consumed) in the partial_f4 layout; after a cluster barrier the tile's first split adds the others' in
           // split order (deterministic) and runs the epilogue; a second barrier keeps the others'
           // shared memory alive until it has read it. (Two splits of a tile of 96 tokens or more
           // share that work instead: `halves` below.)
           static_assert(Cfg::kAcc % 4 == 0, "float4 partials");
           const int ct = int(threadIdx.x) - 128;  // consumer thread 0..255
-          const uint32_t red = smem_base;         // [kSlabs * kAcc / 4][256] float4
-          // Accumulators i..i+3 of slab sl (8-token group i / 4) in that layout; stored locally,
-          // added from a peer's copy (peer: the shared::cluster address of its `red`).
+          const uint32_t red = smem_base;         // the partial (partial_f4)
+          // Accumulators i..i+3 of slab sl (8-token group i / 4); stored locally, added from a peer's
+          // copy (peer: the shared::cluster address of its `red`).
           auto partial_at = [&](uint32_t base, int sl, int i) {
-            return base + uint32_t(((sl * kAcc + i) / 4 * 256 + ct) * 16);
+            return base + uint32_t((partial_f4<kAcc>(sl, i) + ct) * 16);
           };
           auto store_partial = [&](int sl, int i) {
             asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(partial_at(red, sl, i)), "f"(acc[sl][i]),
@@ -985,15 +995,12 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         const int64_t last_cta = stream_k ? worker_of(total, gridDim.x, tile_first + args.k_chunks - 1) : 0;
         const int64_t row = stream_k ? int64_t(blockIdx.x) * 2 + wu.split : int64_t(wu.tile) * k_splits + wu.split;
         const int arrivals = stream_k ? int(last_cta - first_cta + 1) : k_splits;
-        // A partial is [kPer / 4][256 consumer threads] float4s: a warp's store or load of one float4
-        // index covers 512 contiguous bytes (4 lines). (Per-thread rows of kPer floats, kPer * 4 bytes
-        // apart, spread a warp access over 12 lines at BM = 24 and 32 from BM = 64 on.)
-        float4* mine = reinterpret_cast<float4*>(args.partials) + row * (kPer / 4) * 256 + ct;
+        float4* mine = reinterpret_cast<float4*>(args.partials) + row * (kPer / 4) * 256 + ct;  // partial_f4
 #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
           for (int i = 0; i < kAcc; i += 4)
-            __stcg(mine + (sl * kAcc + i) / 4 * 256, make_float4(acc[sl][i], acc[sl][i + 1], acc[sl][i + 2], acc[sl][i + 3]));
+            __stcg(mine + partial_f4<kAcc>(sl, i), make_float4(acc[sl][i], acc[sl][i + 1], acc[sl][i + 2], acc[sl][i + 3]));
         consumer_barrier();
         if (ct == 0) last_unit = arrive_acq_rel(args.counters + wu.tile) == arrivals - 1;
         consumer_barrier();
@@ -1010,7 +1017,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
           for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
             for (int i = 0; i < kAcc; i += 4) {
-              const float4 v = __ldcg(p + (sl * kAcc + i) / 4 * 256);
+              const float4 v = __ldcg(p + partial_f4<kAcc>(sl, i));
               acc[sl][i] += v.x;
               acc[sl][i + 1] += v.y;
               acc[sl][i + 2] += v.z;
