@@ -102,7 +102,7 @@ def main(argv):
             v = statistics.median(times[(k, x)])
             line += f" {v:10.2f} {v / b:6.3f}"
         sp = max(times[(k, base)]) / min(times[(k, base)])
-        tac = [label[(k, x)] for x in arms]
+        tac = [label[(k, x)] for x in [base] + others]  # base first, as the columns
         line += f"  {sp:6.3f}  {tac[0] if len(set(tac)) == 1 else ' -> '.join(tac)}"
         print(line)
     print(f"# {len(points)} points; {len(bad)} rows with a failed check")

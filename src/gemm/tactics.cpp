@@ -425,6 +425,11 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
   return k_chunks / wgmma_k_splits(tiles, k_chunks, sms);
 }
 
+RuleOverride& wgmma_four_split_one_pass() {
+  static RuleOverride o("FP4KIT_WGMMA_4SPLIT_ONE_PASS");
+  return o;
+}
+
 // 9..128 tokens, where the weight stream (not the MMA) bounds the time: the wgmma family with
 // token tiles no larger than needed and split-K to fill the SMs. Rules from H100, W4A16, bench gemm
 // --tactic all over the six bench shapes (docs/PERF.md, session 3):
@@ -439,6 +444,11 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
 //    (session 12, M = 96 / 128: 8192x8192 30.3 / 31.0 vs 39.6 / 38.9 us for 128x64, 6144x4096 18.9
 //    / 19.0 vs 21.0 / 21.0), else the full-wave model (wave_model_tactic: 128x64 on 4096x4096 and
 //    4096x14336, whose 128x128 tiles would need 4 splits).
+//    Session 39: also with 4 K splits when they stay >= 32 chunks (4096x14336), since the workspace
+//    partials are coalesced (c972c90): one pass of the fitted tile beats the model's two passes of
+//    128x64 (H100 graph us, W4A16 / W4A4, docs/PERF.md session 39: down M = 96 30.89 / 32.29 vs
+//    35.45 / 37.60, M = 128 32.94 / 36.25 vs 35.55 / 37.83). 4096x4096 (16-chunk ranges) keeps the
+//    model. FP4KIT_WGMMA_4SPLIT_ONE_PASS=0 restores the 2-split rule (A/B runs).
 //  * 129..256 on layers whose tiles leave SMs free (split-K regime): 128x256 when at most 2 K
 //    splits of >= 64 chunks cover the SMs, else 128x128 s6 (session 12, M = 192 / 256: 8192x28672
 //    157.7 / 154.7 vs 202.5 / 193.7 us for the full-wave model's 128x128 s4, 8192x8192 46.9 / 49.3
@@ -477,7 +487,9 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
   }
   const int64_t k_chunks = (p.k + 63) / 64;
   const int64_t n128 = (p.n + 127) / 128;
-  if (n128 <= sms && wgmma_k_splits(n128, k_chunks, sms) <= 2 && wgmma_chunks_per_unit(p, 128, 128, sms) >= 32)
+  const int max_splits = wgmma_four_split_one_pass().get() == 0 ? 2 : 4;
+  if (n128 <= sms && wgmma_k_splits(n128, k_chunks, sms) <= max_splits &&
+      wgmma_chunks_per_unit(p, 128, 128, sms) >= 32)
     return wgmma_id(128, 128, 6);
   return -1;
 }

@@ -75,6 +75,10 @@ class RuleOverride {
 // decode_dp_heuristic's W4A4 rule and decode_host.cu's ring_a (with device_hbm_rich()) follow it.
 bool w4a4_ring_enabled(bool rich);
 
+// 65..128 tokens: 128x128 s6 (fitted to M) also where it needs 4 K splits of >= 32 chunks; 0 = at most
+// 2 splits, the rule before session 39 (tactics.cpp small_m_wgmma_heuristic).
+RuleOverride& wgmma_four_split_one_pass();
+
 // Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).
 int heuristic_tactic(const GemmParams& p, int sm_count, bool rich = false);
 // The same weight rows with the narrowest instantiated wgmma token tile that holds m (24 for a

@@ -207,7 +207,11 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(128, 8192, 28672), "wgmma_w4a16_128x128_s6");
   EXPECT_EQ(pick(96, 8192, 8192), "wgmma_w4a16_128x96_s6");   // 65..96: the 96-token tile
   EXPECT_EQ(pick(96, 6144, 4096), "wgmma_w4a16_128x96_s6");
-  EXPECT_EQ(pick(96, 4096, 14336), "wgmma_w4a16_128x48_s8");  // 128x128 would need 4 splits: 2 x 48
+  // ... also with 4 splits of >= 32 chunks (session 39): one pass of the fitted tile on down.
+  EXPECT_EQ(pick(96, 4096, 14336), "wgmma_w4a16_128x96_s6");
+  EXPECT_EQ(pick(72, 4096, 14336), "wgmma_w4a16_128x80_s6");
+  EXPECT_EQ(pick(128, 4096, 14336), "wgmma_w4a16_128x128_s6");
+  EXPECT_EQ(pick(96, 4096, 4096), "wgmma_w4a16_128x48_s8");  // 4 splits of 16 chunks: the model, 2 x 48
   EXPECT_EQ(pick(80, 28672, 4096), "wgmma_w4a16_256x80_s6");   // 65..80: 80 tokens
   EXPECT_EQ(pick(112, 8192, 28672), "wgmma_w4a16_128x112_s6");  // 97..112: 112 tokens
   EXPECT_EQ(pick(128, 28672, 4096), "wgmma_w4a16_256x128_s4");
@@ -248,6 +252,18 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
 }
 
 // Dense dp warps per row block: halved only while the CTAs stay >= 1.5 per SM.
+TEST(GemmHeuristic, FourSplitOnePassOverride) {
+  // FP4KIT_WGMMA_4SPLIT_ONE_PASS=0: the rule before session 39 (at most 2 K splits for 128x128 at
+  // 65..128 tokens; 4096-row layers took two passes of the model's 128x64).
+  const int before = wgmma_four_split_one_pass().set(0);
+  EXPECT_EQ(pick(96, 4096, 14336), "wgmma_w4a16_128x48_s8");
+  EXPECT_EQ(pick(128, 4096, 14336), "wgmma_w4a16_128x64_s6");
+  EXPECT_EQ(pick(96, 8192, 8192), "wgmma_w4a16_128x96_s6");  // 2 splits: unchanged
+  wgmma_four_split_one_pass().set(1);
+  EXPECT_EQ(pick(96, 4096, 14336), "wgmma_w4a16_128x96_s6");
+  wgmma_four_split_one_pass().set(before);
+}
+
 TEST(DenseDpSchedule, LongerStreamsOnlyForVeryWideShortKLayers) {
   EXPECT_EQ(dense_dp_warps_per_row_block(28672 / 32, 4096 / 64, kSms), 2);  // llama8b.gate_up
   EXPECT_EQ(dense_dp_warps_per_row_block(6144 / 32, 4096 / 64, kSms), 8);   // qkv
