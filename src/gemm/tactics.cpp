@@ -446,9 +446,9 @@ RuleOverride& wgmma_four_split_one_pass() {
 //    4096x14336, whose 128x128 tiles would need 4 splits).
 //    Session 39: also with 4 K splits when they stay >= 32 chunks (4096x14336), since the workspace
 //    partials are coalesced (c972c90): one pass of the fitted tile beats the model's two passes of
-//    128x64 (H100 graph us with PDL, W4A16 / W4A4, docs/PERF.md session 39 run 2: down M = 65 36.06 /
-//    36.94 -> 28.33 / 30.24, M = 96 32.30 / 35.25 -> 28.61 / 31.75, M = 128 34.63 / 37.87 -> 32.66 /
-//    35.85). 4096x4096 (16-chunk ranges) keeps the model (one pass forced: +13..+40 %).
+//    128x48 / 128x64 (H100 graph us with PDL, W4A16 / W4A4, docs/PERF.md session 39 run 2: down
+//    M = 65 36.06 / 36.94 -> 28.33 / 30.24, M = 96 32.30 / 35.25 -> 28.61 / 31.75, M = 128 34.63 /
+//    37.87 -> 32.66 / 35.85). 4096x4096 (16-chunk ranges) keeps the model (one pass forced: +13..+40 %).
 //    FP4KIT_WGMMA_4SPLIT_ONE_PASS=0 restores the 2-split rule (A/B runs).
 //  * 129..256 on layers whose tiles leave SMs free (split-K regime): 128x256 when at most 2 K
 //    splits of >= 64 chunks cover the SMs, else 128x128 s6 (session 12, M = 192 / 256: 8192x28672
