@@ -251,10 +251,9 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(big.find("x32_"), std::string::npos) << big;
 }
 
-// Dense dp warps per row block: halved only while the CTAs stay >= 1.5 per SM.
 TEST(GemmHeuristic, FourSplitOnePassOverride) {
   // FP4KIT_WGMMA_4SPLIT_ONE_PASS=0: the rule before session 39 (at most 2 K splits for 128x128 at
-  // 65..128 tokens; 4096-row layers took two passes of the model's 128x64).
+  // 65..128 tokens; down took two passes of the model's 128x48 / 128x64).
   const int before = wgmma_four_split_one_pass().set(0);
   EXPECT_EQ(pick(96, 4096, 14336), "wgmma_w4a16_128x48_s8");
   EXPECT_EQ(pick(128, 4096, 14336), "wgmma_w4a16_128x64_s6");
@@ -264,6 +263,7 @@ TEST(GemmHeuristic, FourSplitOnePassOverride) {
   wgmma_four_split_one_pass().set(before);
 }
 
+// Dense dp warps per row block: halved only while the CTAs stay >= 1.5 per SM.
 TEST(DenseDpSchedule, LongerStreamsOnlyForVeryWideShortKLayers) {
   EXPECT_EQ(dense_dp_warps_per_row_block(28672 / 32, 4096 / 64, kSms), 2);  // llama8b.gate_up
   EXPECT_EQ(dense_dp_warps_per_row_block(6144 / 32, 4096 / 64, kSms), 8);   // qkv
