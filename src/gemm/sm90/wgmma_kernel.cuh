@@ -912,9 +912,9 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         if (partial_tile && args.cluster_splits) {
           // Split-K inside the cluster: every split stores its accumulators into its own pipeline
           // stages (idle once both warpgroups are past their mainloops: one unit per CTA, all its
-          // loads consumed) in the partial_f4 layout; after a cluster barrier the tile's first split adds the others' in
-          // split order (deterministic) and runs the epilogue; a second barrier keeps the others'
-          // shared memory alive until it has read it. (Two splits of a tile of 96 tokens or more
+          // loads consumed) in the partial_f4 layout; after a cluster barrier the tile's first split
+          // adds the others' in split order (deterministic) and runs the epilogue; a second barrier
+          // keeps the others' shared memory alive until it has read it. (Two splits of a tile of 96 tokens or more
           // share that work instead: `halves` below.)
           static_assert(Cfg::kAcc % 4 == 0, "float4 partials");
           const int ct = int(threadIdx.x) - 128;  // consumer thread 0..255
@@ -995,7 +995,11 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         const int64_t last_cta = stream_k ? worker_of(total, gridDim.x, tile_first + args.k_chunks - 1) : 0;
         const int64_t row = stream_k ? int64_t(blockIdx.x) * 2 + wu.split : int64_t(wu.tile) * k_splits + wu.split;
         const int arrivals = stream_k ? int(last_cta - first_cta + 1) : k_splits;
-        float4* mine = reinterpret_cast<float4*>(args.partials) + row * (kPer / 4) * 256 + ct;  // partial_f4
+        // Workspace partial r (kPer / 4 x 256 float4s in the partial_f4 layout), at this thread's column.
+        auto partial_row = [&](int64_t r) {
+          return reinterpret_cast<float4*>(args.partials) + r * (kPer / 4) * 256 + ct;
+        };
+        float4* mine = partial_row(row);
 #pragma unroll
         for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
@@ -1012,7 +1016,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         for (int sp = 0; sp < arrivals; ++sp) {
           const int64_t src = stream_k ? (first_cta + sp) * 2 + partial_slot(total, gridDim.x, first_cta + sp, tile_first)
                                        : int64_t(wu.tile) * k_splits + sp;
-          const float4* p = reinterpret_cast<const float4*>(args.partials) + src * (kPer / 4) * 256 + ct;
+          const float4* p = partial_row(src);
 #pragma unroll
           for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
