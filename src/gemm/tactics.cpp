@@ -35,7 +35,8 @@ const std::vector<Tactic>& tactic_table() {
         t.push_back(x);
       }
     };
-    auto add_wgmma = [&t](std::initializer_list<WgmmaConfig> configs, bool stream_k = false) {
+    auto add_wgmma = [&t](std::initializer_list<WgmmaConfig> configs, bool stream_k = false,
+                          bool split_tail = false) {
       for (const WgmmaConfig& c : configs) {
         Tactic x;
         x.id = int(t.size());
@@ -44,8 +45,9 @@ const std::vector<Tactic>& tactic_table() {
         x.block_m = c.block_m;
         x.stages = c.stages;
         x.stream_k = stream_k;
+        x.split_tail = split_tail;
         x.name = "wgmma_w4a16_" + std::to_string(x.block_n) + "x" + std::to_string(x.block_m) + "_s" +
-                 std::to_string(x.stages) + (stream_k ? "_sk" : "");
+                 std::to_string(x.stages) + (stream_k ? "_sk" : split_tail ? "_st" : "");
         t.push_back(x);
       }
     };
@@ -82,6 +84,13 @@ const std::vector<Tactic>& tactic_table() {
     // fragment order (dpfr).
     add_decode({{1, 1, 4}, {1, 2, 4}}, true, false, true);
     add_decode({{1, 1, 4}, {1, 2, 4}, {2, 1, 4}, {2, 2, 4}}, true, true, true);
+    // Split tail (session 40): full waves of whole tiles, then the last wave's tiles as two K halves
+    // in 2-CTA clusters (wgmma_split_tail_dp_tiles). The tiles whose FP32 accumulators fit in their
+    // pipeline stages (WgCfg::kClusterReduce; 256x128 s4 does not) among those the full-wave model
+    // weighs above 256 tokens, and 128x128 s6 / 256x128 s6.
+    add_wgmma({{128, 256, 4}, {128, 224, 4}, {128, 192, 4}, {128, 160, 4}, {128, 144, 4}, {128, 128, 4},
+               {128, 128, 6}, {256, 128, 6}, {128, 64, 6}},
+              false, true);
     return t;
   }();
   return table;
@@ -100,7 +109,15 @@ static int decode_id(int nt, int rows, int u) {
 
 static int wgmma_id(int block_n, int block_m, int stages) {
   for (const Tactic& t : tactic_table())
-    if (t.family == Family::kWgmma && !t.stream_k && t.block_n == block_n && t.block_m == block_m && t.stages == stages)
+    if (t.family == Family::kWgmma && !t.stream_k && !t.split_tail && t.block_n == block_n && t.block_m == block_m &&
+        t.stages == stages)
+      return t.id;
+  return -1;
+}
+
+static int wgmma_split_tail_id(int block_n, int block_m, int stages) {
+  for (const Tactic& t : tactic_table())
+    if (t.family == Family::kWgmma && t.split_tail && t.block_n == block_n && t.block_m == block_m && t.stages == stages)
       return t.id;
   return -1;
 }
@@ -125,6 +142,9 @@ constexpr WaveCand kWideWaveCands[] = {{128, 256, 4, 1.0},  {256, 128, 4, 0.85},
                                        {128, 64, 6, 0.47},  {128, 224, 4, 0.96}, {128, 192, 4, 0.96},
                                        {128, 160, 4, 0.90}, {128, 144, 4, 0.84}};
 
+// A split tail's cost in full waves (its tiles' halves run side by side, then the cluster reduction).
+constexpr double kSplitTailWave = 0.6;
+
 template <size_t N>
 static int wave_model_tactic(const GemmParams& p, int sm_count, const WaveCand (&cands)[N], bool count_splits) {
   const int sms = sm_count > 0 ? sm_count : 132;
@@ -142,6 +162,17 @@ static int wave_model_tactic(const GemmParams& p, int sm_count, const WaveCand (
     if (best_id < 0 || cost < best) {
       best = cost;
       best_id = id;
+    }
+    // The same tile with its last, at most half-full wave split in two K halves (session 40): that wave
+    // costs kSplitTailWave of a full one instead of a whole one.
+    const int st_id = count_splits && wgmma_split_tail_rule().get() != 0 ? wgmma_split_tail_id(c.bn, c.bm, c.stages) : -1;
+    const int64_t dp_tiles = st_id < 0 ? -1 : wgmma_split_tail_dp_tiles(tiles, k_chunks, sms - sms % 2);
+    if (dp_tiles > 0) {
+      const double st_cost = (double(dp_tiles / (sms - sms % 2)) + kSplitTailWave) * k_chunks * c.bn * c.bm / c.eff;
+      if (st_cost < best) {
+        best = st_cost;
+        best_id = st_id;
+      }
     }
   }
   return best_id;
@@ -425,6 +456,18 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
   return k_chunks / wgmma_k_splits(tiles, k_chunks, sms);
 }
 
+int64_t wgmma_split_tail_dp_tiles(int64_t tiles, int64_t k_chunks, int64_t grid) {
+  if (grid < 2 || grid % 2 != 0 || k_chunks < 8) return -1;
+  const int64_t dp_tiles = tiles / grid * grid, tail = tiles - dp_tiles;
+  if (dp_tiles == 0 || tail == 0 || 2 * tail > grid) return -1;
+  return dp_tiles;
+}
+
+RuleOverride& wgmma_split_tail_rule() {
+  static RuleOverride o("FP4KIT_WGMMA_SPLIT_TAIL");
+  return o;
+}
+
 RuleOverride& wgmma_four_split_one_pass() {
   static RuleOverride o("FP4KIT_WGMMA_4SPLIT_ONE_PASS");
   return o;
@@ -526,7 +569,7 @@ static int mid_m_wgmma_heuristic(const GemmParams& p, int sms) {
 // 51.0 -> 34.1 / 37.7 / 41.0 / 45.3; W4A4 likewise.
 int fit_token_tile(int id, int64_t m) {
   const Tactic* t = find_tactic(id);
-  if (t == nullptr || t->family != Family::kWgmma || t->stream_k || m <= t->block_m / 2) return id;
+  if (t == nullptr || t->family != Family::kWgmma || t->stream_k || t->split_tail || m <= t->block_m / 2) return id;
   const int64_t passes = m <= t->block_m ? 1 : m <= 2 * t->block_m && m <= 256 ? 2 : 0;
   if (passes == 0) return id;
   const int64_t per_pass = (m + passes - 1) / passes;
@@ -537,7 +580,8 @@ int fit_token_tile(int id, int64_t m) {
   for (const Fit& f : kFits) {
     if (f.from != t->block_m || per_pass > f.to) continue;
     for (const Tactic& c : tactic_table())
-      if (c.family == Family::kWgmma && !c.stream_k && c.block_n == t->block_n && c.block_m == f.to) return c.id;
+      if (c.family == Family::kWgmma && !c.stream_k && !c.split_tail && c.block_n == t->block_n && c.block_m == f.to)
+        return c.id;
   }
   return id;
 }

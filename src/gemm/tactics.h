@@ -28,6 +28,9 @@ struct Tactic {
   int block_m = 0;  // tokens per CTA (the wgmma N side)
   int stages = 0;
   bool stream_k = false;  // stream-K over (tile, k chunk) units instead of tiles + split-K
+  // Data-parallel full waves of tiles, then the last, partial wave's tiles split in two K halves
+  // reduced inside 2-CTA clusters (wgmma_split_tail_dp_tiles); only where that wave is at most half full.
+  bool split_tail = false;
   std::string name;
 };
 
@@ -43,6 +46,12 @@ Status launch(const Tactic& t, const GemmParams& p, void* workspace, size_t work
 // about one wave of (tile, split) units on `sms` SMs, each split >= 4 chunks, at most 16; 1 when
 // the tiles already fill the SMs (sm90/wgmma_kernel.cuh).
 int64_t wgmma_k_splits(int64_t tiles, int64_t k_chunks, int sms);
+
+// Split-tail decomposition (Tactic::split_tail) of `tiles` output tiles of `k_chunks` 64-K chunks on a
+// persistent grid of `grid` CTAs (even: clusters of 2): the number of tiles run whole, in full waves,
+// before the tail's tiles run as two K halves each, one per CTA of a cluster; -1 where it does not
+// apply (less than one full wave, a tail of more than grid / 2 tiles, none, or halves under 4 chunks).
+int64_t wgmma_split_tail_dp_tiles(int64_t tiles, int64_t k_chunks, int64_t grid);
 
 // A device with at least this much peak DRAM bandwidth per SM (GB/s) is "HBM-rich" for the small-M
 // heuristic: H200 (4.8 TB/s / 132 SMs = 36.5) is, H100 SXM (3.35 TB/s, 25), NVL (3.9 TB/s, 30) and
@@ -78,6 +87,9 @@ bool w4a4_ring_enabled(bool rich);
 // 65..128 tokens: 128x128 s6 (fitted to M) also where it needs 4 K splits of >= 32 chunks; 0 = at most
 // 2 splits, the rule before session 39 (tactics.cpp small_m_wgmma_heuristic).
 RuleOverride& wgmma_four_split_one_pass();
+// Above 256 tokens the full-wave model also weighs each tile's split-tail tactic (wave_model_tactic);
+// 0 = never, the rule before session 40 (FP4KIT_WGMMA_SPLIT_TAIL).
+RuleOverride& wgmma_split_tail_rule();
 
 // Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).
 int heuristic_tactic(const GemmParams& p, int sm_count, bool rich = false);

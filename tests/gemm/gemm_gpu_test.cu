@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/device_buffer.h"
@@ -319,6 +321,38 @@ TEST(GemmGpu, TwoWayClusterSplitOneTactic) {
   EXPECT_EQ(run_case({100, 6344, 1040, DType::kBF16, DType::kBF16, true}, std::random_device{}(),
                      "wgmma_w4a16_128x128_s6"),
             1);
+}
+
+// Split tail (wgmma_kernel.cuh, Tactic::split_tail): every `_st` tactic at an M whose tiles make one full
+// wave of the grid and a tail of at most half a wave (N = 6344: 50 tiles of 128 rows, 25 of 256), M
+// ragged inside its last token tile, K = 1040 (17 chunks: halves of 8 and 9). The tail's tiles split K
+// in two inside 2-CTA clusters; tiles of 96 tokens or more reduce half each. BF16, then FP16 and W4A4
+// on two of them.
+TEST(GemmGpu, SplitTailRagged) {
+  FP4KIT_REQUIRE_SM90A();
+  int dev = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&dev));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int64_t grid = sms - sms % 2, n = 6344;
+  uint32_t seed = std::random_device{}();
+  int total = 0;
+  for (const GemmTacticInfo& t : gemm_tactics()) {
+    int bn = 0, bm = 0, st = 0;
+    if (std::sscanf(t.name.c_str(), "wgmma_w4a16_%dx%d_s%d_st", &bn, &bm, &st) != 3 || t.name.rfind("_st") + 3 != t.name.size())
+      continue;
+    const int64_t n_tiles = (n + bn - 1) / bn, m_tiles = grid / n_tiles + 1;
+    if (n_tiles * m_tiles <= grid || 2 * (n_tiles * m_tiles - grid) > grid) continue;  // no one-wave tail here
+    const int64_t m = (m_tiles - 1) * bm + bm / 2 + 3;
+    SCOPED_TRACE(t.name + " m=" + std::to_string(m));
+    total += run_case({m, n, 1040, DType::kBF16, DType::kBF16, m % 2 == 1}, seed++, t.name.c_str());
+    if (HasFailure()) return;
+    if (bm == 128 && st == 6 && bn == 128) {
+      total += run_case({m, n, 1040, DType::kFP16, DType::kFP16, true}, seed++, t.name.c_str());
+      total += run_case({m, n, 1056, DType::kE2M1x2, DType::kBF16, false}, seed++, t.name.c_str());
+    }
+    if (HasFailure()) return;
+  }
+  EXPECT_GE(total, 9);
 }
 
 TEST(GemmGpu, W4A4RaggedAllTactics) {

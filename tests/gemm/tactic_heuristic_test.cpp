@@ -231,7 +231,8 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(48, 4096, 4096), "wgmma_w4a16_128x24_s8");     // 128x32 twice: 2 x 24
   EXPECT_EQ(pick(256, 28672, 4096).rfind("wgmma_w4a16_", 0), 0u);  // full waves: the model
   // Above 256: the split-aware model with the 144..224-token tiles (the measured-fastest of ten
-  // tactics at each of these points, H100 session 13).
+  // tactics at each of these points, H100 session 13), without the split tails (below).
+  const int split_tail_before = wgmma_split_tail_rule().set(0);
   EXPECT_EQ(pick(320, 8192, 28672), "wgmma_w4a16_128x160_s4");
   EXPECT_EQ(pick(384, 8192, 8192), "wgmma_w4a16_128x192_s4");
   EXPECT_EQ(pick(448, 28672, 4096), "wgmma_w4a16_128x224_s4");
@@ -239,6 +240,7 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(768, 4096, 14336), "wgmma_w4a16_128x192_s4");
   EXPECT_EQ(pick(1280, 28672, 4096), "wgmma_w4a16_128x256_s4");
   EXPECT_EQ(pick(4096, 8192, 28672), "wgmma_w4a16_128x256_s4");
+  wgmma_split_tail_rule().set(split_tail_before);
   // Boundaries of the fitted token tiles.
   EXPECT_EQ(pick(49, 8192, 8192), "wgmma_w4a16_128x64_s6");
   EXPECT_EQ(pick(113, 8192, 28672), "wgmma_w4a16_128x128_s6");
@@ -249,6 +251,31 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(big.rfind("wgmma_", 0), 0u) << big;
   EXPECT_EQ(big.find("x16_"), std::string::npos) << big;
   EXPECT_EQ(big.find("x32_"), std::string::npos) << big;
+}
+
+// Split tail: whole tiles in full waves of the (even) grid, then a tail of at most half a wave whose
+// tiles split K in two (halves of >= 4 chunks).
+TEST(WgmmaSplitTail, FullWavesThenAtMostHalfAWave) {
+  EXPECT_EQ(wgmma_split_tail_dp_tiles(448, 64, 132), 396);  // gate_up M = 512 on 128x256: 3 waves + 52
+  EXPECT_EQ(wgmma_split_tail_dp_tiles(198, 64, 132), 132);  // a tail of exactly half a wave
+  EXPECT_EQ(wgmma_split_tail_dp_tiles(199, 64, 132), -1);
+  EXPECT_EQ(wgmma_split_tail_dp_tiles(224, 64, 132), -1);   // gate_up M = 256: a tail of 92
+  EXPECT_EQ(wgmma_split_tail_dp_tiles(264, 64, 132), -1);   // no tail
+  EXPECT_EQ(wgmma_split_tail_dp_tiles(100, 64, 132), -1);   // under one wave (split-K's case)
+  EXPECT_EQ(wgmma_split_tail_dp_tiles(150, 7, 132), -1);    // halves under 4 chunks
+  EXPECT_EQ(wgmma_split_tail_dp_tiles(150, 8, 132), 132);
+  EXPECT_EQ(wgmma_split_tail_dp_tiles(150, 64, 131), -1);   // clusters of 2 need an even grid
+  int st = 0;
+  for (const Tactic& t : tactic_table()) {
+    if (!t.split_tail) continue;
+    ++st;
+    EXPECT_TRUE(t.family == Family::kWgmma && !t.stream_k) << t.name;
+    EXPECT_EQ(t.name.substr(t.name.size() - 3), "_st");
+    // WgCfg::kClusterReduce: the FP32 tile fits in the pipeline stages (A box + weight and scale chunks).
+    EXPECT_GE(int64_t(t.stages) * (t.block_m * 128 + t.block_n / 16 * (512 + 64)), int64_t(t.block_n) * t.block_m * 4)
+        << t.name;
+  }
+  EXPECT_EQ(st, 9);
 }
 
 TEST(GemmHeuristic, FourSplitOnePassOverride) {
@@ -470,7 +497,15 @@ TEST(TacticTables, EveryTacticIsInstantiated) {
   p.alpha = reinterpret_cast<const float*>(g_fake);
   p.d = g_fake;
   for (const GemmTacticInfo& t : gemm_tactics()) {
-    const Status s = gemm_tactic_can_implement(t.id, p);
+    const Tactic* x = find_tactic(t.id);
+    ASSERT_NE(x, nullptr) << t.name;
+    GemmParams q = p;
+    if (x->split_tail) {  // only where the tiles make a full wave and a short tail: 150 tiles, 16 chunks
+      q.m = x->block_m, q.n = int64_t(x->block_n) * 150, q.k = 1024;
+      q.b_prepacked_bytes = int64_t(prepacked_weight_bytes(q.n, q.k));
+      EXPECT_FALSE(gemm_tactic_can_implement(t.id, p).is_ok()) << t.name << " at M = 4";
+    }
+    const Status s = gemm_tactic_can_implement(t.id, q);
     EXPECT_TRUE(s.is_ok()) << t.name << ": " << s.to_string();
   }
   GroupedGemmParams g = fake_grouped_params();

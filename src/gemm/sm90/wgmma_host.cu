@@ -137,14 +137,13 @@ cudaLaunchConfig_t launch_config(const sm90::WgmmaKernel& k, int64_t grid, int k
   return cfg;
 }
 
-// Whether `grid` CTAs of `k` in clusters of `ks` can all be resident at once (cudaOccupancyMaxActiveClusters,
-// cached per kernel and cluster size). The cluster split-K needs no co-residency for correctness,
-// but a second wave of clusters would cost more than the global-memory reduction saves.
-bool clusters_fit(const sm90::WgmmaKernel& k, int ks, int64_t grid) {
+// How many clusters of `ks` CTAs of `k` can be resident at once (cudaOccupancyMaxActiveClusters, cached
+// per device, kernel and cluster size); 0 when that cannot be asked (no device).
+int64_t resident_clusters(const sm90::WgmmaKernel& k, int ks) {
   static std::mutex mu;
   static std::map<std::tuple<int, const void*, int>, int> cache;  // (device, kernel, ks) -> max clusters
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
   const auto key = std::make_tuple(dev, reinterpret_cast<const void*>(k.fn), ks);
   int n = 0;
   {
@@ -155,7 +154,7 @@ bool clusters_fit(const sm90::WgmmaKernel& k, int ks, int64_t grid) {
     } else {
       if (!ensure_smem(k).is_ok()) {
         (void)cudaGetLastError();
-        return false;
+        return 0;
       }
       cudaLaunchAttribute attr[2];
       const cudaLaunchConfig_t cfg = launch_config(k, ks, ks, false, nullptr, attr);
@@ -166,8 +165,13 @@ bool clusters_fit(const sm90::WgmmaKernel& k, int ks, int64_t grid) {
       cache[key] = n;
     }
   }
-  return int64_t(n) * ks >= grid;
+  return n;
 }
+
+// Whether `grid` CTAs of `k` in clusters of `ks` can all be resident at once. The cluster split-K needs
+// no co-residency for correctness, but a second wave of clusters would cost more than the global-memory
+// reduction saves.
+bool clusters_fit(const sm90::WgmmaKernel& k, int ks, int64_t grid) { return resident_clusters(k, ks) * ks >= grid; }
 
 // FP4KIT_NO_CLUSTER_SPLITK=1 (read once): split-K always through the workspace, for A/B
 // measurements of the two reductions (docs/GEMM.md).
@@ -187,6 +191,7 @@ bool cluster_splitk_disabled() {
 // launch take the same decision (same inputs; the occupancy answer is cached per device).
 struct WgSplit {
   int64_t tiles, k_splits, grid;
+  int64_t dp_tiles;  // tiles run whole before the split ones (Tactic::split_tail; else 0); -1: not applicable
   bool stream_k;
   bool cluster;
   size_t partial_bytes, counter_bytes;
@@ -200,6 +205,25 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
   const int64_t per_unit = 256 * (t.block_n / 128) * (t.block_m / 2);  // floats per partial
   w.stream_k = t.stream_k;
   w.cluster = false;
+  w.dp_tiles = 0;
+  w.partial_bytes = w.counter_bytes = 0;
+  if (t.split_tail) {
+    // Full waves of whole tiles on an even persistent grid, then the last wave's tiles as two K halves,
+    // the CTAs of each 2-CTA cluster taking one half each (pairs 2j, 2j + 1 reach the tail together:
+    // the whole tiles are a multiple of the grid). Only the cluster reduction (no workspace path). The
+    // grid is as many CTAs as resident 2-CTA clusters hold (H100 / H200: 66 = all 132 SMs), so that it
+    // runs in one persistent wave; without a device to ask, one per SM.
+    const sm90::WgmmaKernel k = kernel_for(t, p);
+    w.k_splits = 2;
+    w.grid = sms - sms % 2;
+    if (k.fn) {
+      const int64_t fit = resident_clusters(k, 2);
+      if (fit > 0) w.grid = std::min<int64_t>(w.grid, 2 * fit);
+    }
+    w.dp_tiles = k.fn && k.cluster_reduce ? wgmma_split_tail_dp_tiles(w.tiles, k_chunks, w.grid) : -1;
+    w.cluster = w.dp_tiles > 0;
+    return w;
+  }
   if (w.stream_k) {
     // One range per SM, each at least 4 chunks (shorter ones are all pipeline fill).
     w.k_splits = 1;
@@ -238,6 +262,10 @@ Status wgmma_can_implement(const Tactic& t, const GemmParams& p) {
   const int64_t tiles = ceil_div(p.n, t.block_n) * ceil_div(p.m, t.block_m);
   if (tiles >= (int64_t(1) << 31) || prepacked_shape(p.n, p.k).k_chunks >= (int64_t(1) << 31))
     return Status(StatusCode::kNotSupported, "tactic " + t.name + ": too many tiles");
+  if (t.split_tail && wgmma_split(t, p).dp_tiles < 0)
+    return Status(StatusCode::kNotSupported, "tactic " + t.name +
+                                                 ": no split tail (needs a full wave of tiles, then at most half "
+                                                 "a wave, and K >= 512)");
   return Status::ok();
 }
 
@@ -280,7 +308,9 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   a.ldd = p.ldd ? p.ldd : p.n;
   a.vec_epilogue = vec_epilogue_ok(p.d, a.ldd, p.n);
   const WgSplit split = wgmma_split(t, p);
+  if (split.dp_tiles < 0) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": no split tail here");
   a.k_splits = int(split.k_splits);
+  a.dp_tiles = int(split.dp_tiles);
   a.stream_k = split.stream_k ? 1 : 0;
   if (split.counter_bytes > 0) {
     uint8_t* ws = static_cast<uint8_t*>(workspace) + staged_a_bytes(p_in);

@@ -31,6 +31,10 @@
 //    thread-block cluster instead and reduce through distributed shared memory (no workspace);
 //    the host sets it only for configs with WgCfg::kClusterReduce. Two splits of a tile of 96
 //    tokens or more each reduce and write half of its tokens.
+//  * Split tail (Tactic::split_tail): where the tiles make full waves plus a last wave at most half
+//    full, the full waves run whole tiles and only the last wave's tiles split K in two, each pair
+//    of CTAs (a 2-CTA cluster for the whole grid) reducing one tile as the cluster split-K does; that
+//    wave then takes about half a tile's time instead of a whole one on a few SMs.
 //  * Stream-K (dense mode, Tactic::stream_k): the (tile, k chunk) units are cut into one contiguous
 //    equal range per CTA (stream_k.cuh), so every SM streams the same number of chunks whatever the
 //    tile count (112 tiles of 256x32 on 8192x28672 leave 20 of 132 SMs idle without it). A tile
@@ -79,6 +83,9 @@ struct WgmmaGemmArgs {
   // Split-K (dense mode only; 1 = off): partials [num_tiles * k_splits][slabs * BM/8][256 consumer
   // threads] float4s, counters [num_tiles], zero before the launch and left zero after it.
   int k_splits;
+  // Split tail (dense mode, Tactic::split_tail; else 0): tiles [0, dp_tiles) run whole, one unit each,
+  // and only the later tiles split in k_splits units (the host sets dp_tiles to whole waves of the grid).
+  int dp_tiles;
   // Stream-K (dense mode only; k_splits is then 1): CTA b of the grid takes the contiguous range
   // b of the num_tiles * k_chunks (tile, k chunk) units (stream_k.cuh); partials [grid][2 slots]
   // [slabs * BM/8][256 consumer threads] float4s, counters [num_tiles] as for split-K.
@@ -88,8 +95,9 @@ struct WgmmaGemmArgs {
   // 1: d, ldd and n are multiples of 8 elements (16 bytes), so the epilogue writes 16-byte vectors.
   int vec_epilogue;
   // Split-K through distributed shared memory (dense mode, k_splits > 1, WgCfg::kClusterReduce):
-  // the launch groups each tile's k_splits units (consecutive CTAs, one unit each) into one
-  // cluster; partials never leave the cluster (no workspace, no counters, no memset).
+  // the launch groups each tile's k_splits units (consecutive CTAs, one unit each; with a split
+  // tail, the CTAs' last units) into one cluster; partials never leave the cluster (no workspace,
+  // no counters, no memset).
   int cluster_splits;
   // Grouped mode, BN = 128, BM > 64: the producer warpgroup's store warps copy the epilogue buffer to
   // D (the host's choice: grouped_store_warps, set only with vec_epilogue; the kernel ignores it on
@@ -370,25 +378,38 @@ __device__ __forceinline__ int partial_f4(int sl, int i) {
 struct WgUnit {
   int tile, split, kb_begin, kb_end;
 };
-__device__ __forceinline__ WgUnit wg_unit(int u, int k_splits, int k_chunks) {
+__device__ __forceinline__ WgUnit wg_unit(int u, int k_splits, int k_chunks, int dp_tiles) {
   WgUnit w;
-  w.tile = u / k_splits;
-  w.split = u - w.tile * k_splits;
+  if (u < dp_tiles) {
+    w.tile = u;
+    w.split = 0;
+    w.kb_begin = 0;
+    w.kb_end = k_chunks;
+    return w;
+  }
+  const int v = u - dp_tiles;
+  w.tile = dp_tiles + v / k_splits;
+  w.split = v - (w.tile - dp_tiles) * k_splits;
   w.kb_begin = int(int64_t(w.split) * k_chunks / k_splits);
   w.kb_end = int(int64_t(w.split + 1) * k_chunks / k_splits);
   return w;
 }
 
 // The work of one CTA, walked identically by the producer and the consumers: units u =
-// blockIdx.x, + gridDim.x, ... (data-parallel tiles and split-K), or with stream-K the tile
-// segments of the CTA's range of (tile, k chunk) units (split = its partial slot).
+// blockIdx.x, + gridDim.x, ... (data-parallel tiles and split-K; with a split tail the whole tiles
+// [0, dp_tiles) first, then the split ones), or with stream-K the tile segments of the CTA's range of
+// (tile, k chunk) units (split = its partial slot).
 struct WgSchedule {
   int64_t pos, end, begin;  // stream-K: chunk units [begin, end), next at pos; else unit index pos
-  int num_units, k_splits, k_chunks;
+  int num_units, k_splits, k_chunks, dp_tiles;
   bool stream_k;
 
-  __device__ __forceinline__ WgSchedule(int num_tiles, int k_splits_, int k_chunks_, bool stream_k_)
-      : num_units(num_tiles * k_splits_), k_splits(k_splits_), k_chunks(k_chunks_), stream_k(stream_k_) {
+  __device__ __forceinline__ WgSchedule(int num_tiles, int k_splits_, int k_chunks_, bool stream_k_, int dp_tiles_)
+      : num_units(dp_tiles_ + (num_tiles - dp_tiles_) * k_splits_),
+        k_splits(k_splits_),
+        k_chunks(k_chunks_),
+        dp_tiles(dp_tiles_),
+        stream_k(stream_k_) {
     if (stream_k) {
       const int64_t total = int64_t(num_tiles) * k_chunks;
       begin = pos = range_begin(total, gridDim.x, blockIdx.x);
@@ -401,7 +422,7 @@ struct WgSchedule {
   __device__ __forceinline__ bool next(WgUnit& w) {
     if (pos >= end) return false;
     if (!stream_k) {
-      w = wg_unit(int(pos), k_splits, k_chunks);
+      w = wg_unit(int(pos), k_splits, k_chunks, dp_tiles);
       pos += gridDim.x;
       return true;
     }
@@ -502,7 +523,7 @@ __device__ __forceinline__ void wg_gather_producer(const CUtensorMap* tma_a, con
   int stage = 0;
   uint32_t phase = 0;
   int group = 0;
-  WgSchedule sched(num_tiles, 1, args.k_chunks, false);
+  WgSchedule sched(num_tiles, 1, args.k_chunks, false, 0);
   WgUnit wu;
   while (sched.next(wu)) {
     const WgTile x = wg_tile<true, BM, true>(args, prefix, offsets, wu.tile, group, lane);
@@ -584,6 +605,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   // load the schedule loop counts as divergent and the mainloop loses the uniform datapath.
   const int num_tiles = G ? __shfl_sync(0xffffffffu, prefix[args.groups], 0) : args.num_tiles;
   const int k_splits = G ? 1 : args.k_splits;
+  const int dp_tiles = G ? 0 : args.dp_tiles;
   const bool stream_k = !G && args.stream_k;
 
   // Grouped BN = 128 tiles with the vector epilogue: the store warps copy the epilogue buffer out.
@@ -659,7 +681,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       // before the PDL wait, the activations of those stages after it, in the loop below.
       int early = 0;
       if constexpr (!G) {
-        WgSchedule first(num_tiles, k_splits, args.k_chunks, stream_k);
+        WgSchedule first(num_tiles, k_splits, args.k_chunks, stream_k, dp_tiles);
         WgUnit fu;
         while (early < S && first.next(fu)) {
           const WgTile x = wg_tile<G, BM, false>(args, prefix, offsets, fu.tile, group, lane);
@@ -672,7 +694,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         }
         grid_dependency_wait();
       }
-      WgSchedule sched(num_tiles, k_splits, args.k_chunks, stream_k);
+      WgSchedule sched(num_tiles, k_splits, args.k_chunks, stream_k, dp_tiles);
       WgUnit wu;
       while (sched.next(wu)) {
         const WgTile x = wg_tile<G, BM, false>(args, prefix, offsets, wu.tile, group, lane);
@@ -849,7 +871,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     };
 
     __shared__ int last_unit;  // split-K / stream-K: this CTA finishes the tile
-    WgSchedule sched(num_tiles, k_splits, args.k_chunks, stream_k);
+    WgSchedule sched(num_tiles, k_splits, args.k_chunks, stream_k, dp_tiles);
     WgUnit wu;
     int group = 0;
     while (sched.next(wu)) {
@@ -899,7 +921,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         drain();
       }
 
-      const bool partial_tile = stream_k ? nk < args.k_chunks : k_splits > 1;
+      const bool partial_tile = stream_k ? nk < args.k_chunks : k_splits > 1 && wu.tile >= dp_tiles;
       // Tokens of the tile (relative to its first) whose outputs this CTA writes: all of them, except
       // in a 2-way cluster split of a tile of 96 tokens or more (kHalfTiles), where each split
       // finishes half of the 8-token groups (below).
@@ -911,8 +933,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       if constexpr (!G && Cfg::kClusterReduce) {
         if (partial_tile && args.cluster_splits) {
           // Split-K inside the cluster: every split stores its accumulators into its own pipeline
-          // stages (idle once both warpgroups are past their mainloops: one unit per CTA, all its
-          // loads consumed) in the partial_f4 layout; after a cluster barrier the tile's first split
+          // stages (idle once both warpgroups are past their mainloops: a split unit is its CTA's
+          // last, the split tail's included, so all its loads are consumed) in the partial_f4 layout; after a cluster barrier the tile's first split
           // adds the others' in split order (deterministic) and runs the epilogue; a second barrier
           // keeps the others' shared memory alive until it has read it. (Two splits of a tile of 96 tokens or more
           // share that work instead: `halves` below.)
