@@ -463,6 +463,13 @@ int64_t wgmma_split_tail_dp_tiles(int64_t tiles, int64_t k_chunks, int64_t grid)
   return dp_tiles;
 }
 
+int without_split_tail(int id) {
+  const Tactic* t = find_tactic(id);
+  if (t == nullptr || !t->split_tail) return id;
+  const int base = wgmma_id(t->block_n, t->block_m, t->stages);
+  return base >= 0 ? base : id;
+}
+
 RuleOverride& wgmma_split_tail_rule() {
   static RuleOverride o("FP4KIT_WGMMA_SPLIT_TAIL");
   return o;

@@ -52,6 +52,8 @@ int64_t wgmma_k_splits(int64_t tiles, int64_t k_chunks, int sms);
 // before the tail's tiles run as two K halves each, one per CTA of a cluster; -1 where it does not
 // apply (less than one full wave, a tail of more than grid / 2 tiles, none, or halves under 4 chunks).
 int64_t wgmma_split_tail_dp_tiles(int64_t tiles, int64_t k_chunks, int64_t grid);
+// The tactic of the same tile without the split tail (`id` itself for any other tactic).
+int without_split_tail(int id);
 
 // A device with at least this much peak DRAM bandwidth per SM (GB/s) is "HBM-rich" for the small-M
 // heuristic: H200 (4.8 TB/s / 132 SMs = 36.5) is, H100 SXM (3.35 TB/s, 25), NVL (3.9 TB/s, 30) and

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "fp4kit/device.h"
 #include "fp4kit/gemm.h"
 #include "gemm/grouped.h"
 #include "gemm/tactics.h"
@@ -500,10 +501,16 @@ TEST(TacticTables, EveryTacticIsInstantiated) {
     const Tactic* x = find_tactic(t.id);
     ASSERT_NE(x, nullptr) << t.name;
     GemmParams q = p;
-    if (x->split_tail) {  // only where the tiles make a full wave and a short tail: 150 tiles, 16 chunks
-      q.m = x->block_m, q.n = int64_t(x->block_n) * 150, q.k = 1024;
+    if (x->split_tail) {
+      // Only where the tiles make a full wave of the grid (every SM; 132 without a GPU) and a tail of at
+      // most half a wave: here 1.25 waves of one token tile, 16 chunks; not at half a wave.
+      const int sms = device_info().available ? device_info().sm_count : 132;
+      const int64_t grid = sms - sms % 2;
+      q.m = x->block_m, q.n = x->block_n * (grid / 2), q.k = 1024;
       q.b_prepacked_bytes = int64_t(prepacked_weight_bytes(q.n, q.k));
-      EXPECT_FALSE(gemm_tactic_can_implement(t.id, p).is_ok()) << t.name << " at M = 4";
+      EXPECT_FALSE(gemm_tactic_can_implement(t.id, q).is_ok()) << t.name << " on half a wave";
+      q.n = x->block_n * (grid + grid / 4);
+      q.b_prepacked_bytes = int64_t(prepacked_weight_bytes(q.n, q.k));
     }
     const Status s = gemm_tactic_can_implement(t.id, q);
     EXPECT_TRUE(s.is_ok()) << t.name << ": " << s.to_string();

@@ -278,6 +278,8 @@ size_t wgmma_workspace_bytes(const Tactic& t, const GemmParams& p) {
 Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, size_t, cudaStream_t stream) {
   const sm90::WgmmaKernel k = kernel_for(t, p_in);
   if (!k.fn) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": not instantiated");
+  const WgSplit split = wgmma_split(t, p_in);
+  if (split.dp_tiles < 0) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": no split tail here");
   GemmParams p = p_in;
   // W4A4: the staging kernel is launched in plain stream order, the GEMM behind it early (PDL). Launched
   // early itself, the staging kernel's few CTAs crowd onto the SMs that the previous persistent GEMM
@@ -307,8 +309,6 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   a.d = p.d;
   a.ldd = p.ldd ? p.ldd : p.n;
   a.vec_epilogue = vec_epilogue_ok(p.d, a.ldd, p.n);
-  const WgSplit split = wgmma_split(t, p);
-  if (split.dp_tiles < 0) return Status(StatusCode::kNotSupported, "tactic " + t.name + ": no split tail here");
   a.k_splits = int(split.k_splits);
   a.dp_tiles = int(split.dp_tiles);
   a.stream_k = split.stream_k ? 1 : 0;
