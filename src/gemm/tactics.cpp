@@ -143,7 +143,7 @@ constexpr WaveCand kWideWaveCands[] = {{128, 256, 4, 1.0},  {256, 128, 4, 0.85},
                                        {128, 160, 4, 0.90}, {128, 144, 4, 0.84}};
 
 // A split tail's cost in full waves (its tiles' halves run side by side, then the cluster reduction).
-constexpr double kSplitTailWave = 0.6;
+constexpr double kSplitTailWave = 0.7;
 
 template <size_t N>
 static int wave_model_tactic(const GemmParams& p, int sm_count, const WaveCand (&cands)[N], bool count_splits) {

@@ -14,6 +14,12 @@ namespace {
 
 constexpr int kSms = 132;
 
+int find_tactic_id(const std::string& name) {
+  for (const Tactic& t : tactic_table())
+    if (t.name == name) return t.id;
+  return -1;
+}
+
 std::string pick(int64_t m, int64_t n, int64_t k) {
   GemmParams p;
   p.m = m, p.n = n, p.k = k;
@@ -277,6 +283,30 @@ TEST(WgmmaSplitTail, FullWavesThenAtMostHalfAWave) {
         << t.name;
   }
   EXPECT_EQ(st, 9);
+}
+
+// Above 256 tokens the wave model takes a tile's split tail where its last wave is at most half full and
+// (1 + tail) waves at kSplitTailWave beat the other tiles' whole waves (H100 session 40 run 1, graph us,
+// W4A16: gate_up M = 288..512 -3..-9 %, qkv M = 768 / 1024 -8 / -6 %); qkv M = 640 keeps 256x128 (its
+// 128x160 split tail was +9 / -1.5 %, eager / graph). FP4KIT_WGMMA_SPLIT_TAIL=0: never.
+TEST(GemmHeuristic, SplitTailRule) {
+  const int before = wgmma_split_tail_rule().set(-1);
+  EXPECT_EQ(pick(288, 28672, 4096), "wgmma_w4a16_128x144_s4_st");
+  EXPECT_EQ(pick(384, 28672, 4096), "wgmma_w4a16_128x192_s4_st");
+  EXPECT_EQ(pick(512, 28672, 4096), "wgmma_w4a16_128x256_s4_st");
+  EXPECT_EQ(pick(1024, 6144, 4096), "wgmma_w4a16_128x256_s4_st");
+  EXPECT_EQ(pick(768, 6144, 4096), "wgmma_w4a16_128x192_s4_st");
+  EXPECT_EQ(pick(640, 6144, 4096), "wgmma_w4a16_256x128_s4");
+  EXPECT_EQ(pick(1280, 8192, 28672), "wgmma_w4a16_128x256_s4_st");
+  EXPECT_EQ(pick(1024, 28672, 4096), "wgmma_w4a16_128x256_s4");  // a tail of 104 tiles: too long
+  EXPECT_EQ(pick(256, 28672, 4096), "wgmma_w4a16_128x256_s4");   // <= 256 tokens: the older model
+  EXPECT_EQ(pick(1536, 8192, 8192), "wgmma_w4a16_128x256_s4");
+  wgmma_split_tail_rule().set(0);
+  EXPECT_EQ(pick(512, 28672, 4096), "wgmma_w4a16_128x256_s4");
+  EXPECT_EQ(pick(1024, 6144, 4096), "wgmma_w4a16_128x224_s4");
+  wgmma_split_tail_rule().set(before);
+  EXPECT_EQ(without_split_tail(find_tactic_id("wgmma_w4a16_128x192_s4_st")), find_tactic_id("wgmma_w4a16_128x192_s4"));
+  EXPECT_EQ(without_split_tail(find_tactic_id("wgmma_w4a16_128x192_s4")), find_tactic_id("wgmma_w4a16_128x192_s4"));
 }
 
 TEST(GemmHeuristic, FourSplitOnePassOverride) {
