@@ -68,7 +68,8 @@ const gemm_impl::Tactic* choose(const GemmParams& p) {
     return fit && gemm_impl::can_implement(*fit, p) ? fit : t;
   }
   const int sms = device_info().available ? device_info().sm_count : 132;
-  const gemm_impl::Tactic* t = gemm_impl::find_tactic(gemm_impl::heuristic_tactic(p, sms, gemm_impl::device_hbm_rich()));
+  const gemm_impl::Tactic* t =
+      gemm_impl::find_tactic(gemm_impl::heuristic_tactic(p, sms, gemm_impl::device_hbm_rich()));
   // The model assumes a grid of every SM; where fewer 2-CTA clusters are resident the launch's grid
   // differs and a split tail may not apply: the same tile without it.
   if (t && t->split_tail && !gemm_impl::can_implement(*t, p).is_ok())

@@ -934,10 +934,11 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         if (partial_tile && args.cluster_splits) {
           // Split-K inside the cluster: every split stores its accumulators into its own pipeline
           // stages (idle once both warpgroups are past their mainloops: a split unit is its CTA's
-          // last, the split tail's included, so all its loads are consumed) in the partial_f4 layout; after a cluster barrier the tile's first split
-          // adds the others' in split order (deterministic) and runs the epilogue; a second barrier
-          // keeps the others' shared memory alive until it has read it. (Two splits of a tile of 96 tokens or more
-          // share that work instead: `halves` below.)
+          // last, the split tail's included, so all its loads are consumed) in the partial_f4
+          // layout; after a cluster barrier the tile's first split adds the others' in split order
+          // (deterministic) and runs the epilogue; a second barrier keeps the others' shared memory
+          // alive until it has read it. (Two splits of a tile of 96 tokens or more share that work
+          // instead: `halves` below.)
           static_assert(Cfg::kAcc % 4 == 0, "float4 partials");
           const int ct = int(threadIdx.x) - 128;  // consumer thread 0..255
           const uint32_t red = smem_base;         // the partial (partial_f4)
