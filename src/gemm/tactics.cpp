@@ -107,18 +107,11 @@ static int decode_id(int nt, int rows, int u) {
   return 0;
 }
 
-static int wgmma_id(int block_n, int block_m, int stages) {
+// The data-parallel / split-K wgmma tactic of a tile, or its split-tail variant; -1 if none.
+static int wgmma_id(int block_n, int block_m, int stages, bool split_tail = false) {
   for (const Tactic& t : tactic_table())
-    if (t.family == Family::kWgmma && !t.stream_k && !t.split_tail && t.block_n == block_n && t.block_m == block_m &&
-        t.stages == stages)
-      return t.id;
-  return -1;
-}
-
-static int wgmma_split_tail_id(int block_n, int block_m, int stages) {
-  for (const Tactic& t : tactic_table())
-    if (t.family == Family::kWgmma && t.split_tail && t.block_n == block_n && t.block_m == block_m &&
-        t.stages == stages)
+    if (t.family == Family::kWgmma && !t.stream_k && t.split_tail == split_tail && t.block_n == block_n &&
+        t.block_m == block_m && t.stages == stages)
       return t.id;
   return -1;
 }
@@ -167,10 +160,11 @@ static int wave_model_tactic(const GemmParams& p, int sm_count, const WaveCand (
     // The same tile with its last, at most half-full wave split in two K halves (session 40): that wave
     // costs kSplitTailWave of a full one instead of a whole one.
     const int st_id =
-        count_splits && wgmma_split_tail_rule().get() != 0 ? wgmma_split_tail_id(c.bn, c.bm, c.stages) : -1;
-    const int64_t dp_tiles = st_id < 0 ? -1 : wgmma_split_tail_dp_tiles(tiles, k_chunks, sms - sms % 2);
+        count_splits && wgmma_split_tail_rule().get() != 0 ? wgmma_id(c.bn, c.bm, c.stages, true) : -1;
+    const int64_t grid = sms - sms % 2;  // as the launch (wgmma_host.cu wgmma_split)
+    const int64_t dp_tiles = st_id < 0 ? -1 : wgmma_split_tail_dp_tiles(tiles, k_chunks, grid);
     if (dp_tiles > 0) {
-      const double st_cost = (double(dp_tiles / (sms - sms % 2)) + kSplitTailWave) * k_chunks * c.bn * c.bm / c.eff;
+      const double st_cost = (double(dp_tiles / grid) + kSplitTailWave) * k_chunks * c.bn * c.bm / c.eff;
       if (st_cost < best) {
         best = st_cost;
         best_id = st_id;
