@@ -91,6 +91,10 @@ const std::vector<Tactic>& tactic_table() {
     add_wgmma({{128, 256, 4}, {128, 224, 4}, {128, 192, 4}, {128, 160, 4}, {128, 144, 4}, {128, 128, 4},
                {128, 128, 6}, {256, 128, 6}, {128, 64, 6}},
               false, true);
+    // 24-token tiles on A in fragment order, rolling (session 41): one pass for 17..24 tokens, where
+    // the wgmma 24-token tiles' decode and tensor work serialize (docs/GEMM.md "Decode and wgmma do not
+    // overlap"). 16-row blocks only: a 32-row block's reduction buffer and rings would not fit 2 CTAs per SM.
+    add_decode({{3, 1, 4}}, true, true, true);
     return t;
   }();
   return table;

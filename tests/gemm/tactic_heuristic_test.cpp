@@ -354,7 +354,7 @@ TEST(DecodeRoll, ByTokenTileRowsAndChunksPerWarp) {
     EXPECT_TRUE(t.family == Family::kDecode && t.dp && t.unroll % 2 == 0) << t.name;
     EXPECT_NE(t.name.find(t.frag_a ? "decode_dpfr_m" : "decode_dpr_m"), std::string::npos) << t.name;
   }
-  EXPECT_EQ(rolling, 6);
+  EXPECT_EQ(rolling, 7);
 }
 
 // The L2 prefetch before the PDL wait goes only to dp decode warps that wait for a staging kernel of

@@ -815,9 +815,10 @@ __device__ __forceinline__ int64_t stream_rolling(RowBlockStream<T, NT, R, H, kF
 // Parts of a rolling load group: halves, except single chunks for the 16-token 16-row tile. H100
 // session 15 (docs/PERF.md), parts = U vs halves, graph us: that tile (decode_dpfr_m16_r16_u4) on o
 // M = 12 / 16 -6 / -3 %, qkv and 8192x8192 -1.5..-2 % (forced); every other rolling tile within
-// +-1 %, except the 8-token tiles on 8192x28672 (+1..2 %).
+// +-1 %, except the 8-token tiles on 8192x28672 (+1..2 %). The 24-token 16-row tile (session 41) takes
+// single chunks as well (unmeasured against halves).
 template <int NT, int R, int U>
-constexpr int roll_parts() { return NT == 2 && R == 1 ? U : U < 2 ? U : 2; }
+constexpr int roll_parts() { return NT >= 2 && R == 1 ? U : U < 2 ? U : 2; }
 
 // stream_row_block with rolling load groups: requests the first U chunks, then stream_rolling, then
 // the rest (stream_row_block). For the grouped dp kernel, which reads nothing before its PDL wait.
