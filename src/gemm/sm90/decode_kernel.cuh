@@ -325,10 +325,12 @@ __device__ __forceinline__ uint32_t ring_slot(int64_t next, int64_t origin, uint
   return uint32_t((next - origin) & (kRingSlots - 1)) * slot_bytes;
 }
 // Offset of the slot `ahead` chunks past the cursor's (`slot`; kFixed: the cursor sits at slot 0, so
-// the offset is a compile-time constant).
+// the offset is a compile-time constant). A ring of 3 token tiles (24-token tile) is not a power of
+// 2 bytes: a modulo by the constant, which only its remainder loop (not fixed) pays.
 template <bool kFixed>
 __device__ __forceinline__ uint32_t ring_offset(uint32_t slot, int ahead, uint32_t slot_bytes) {
-  return ((kFixed ? 0u : slot) + uint32_t(ahead) * slot_bytes) & (kRingSlots * slot_bytes - 1);
+  const uint32_t ring = kRingSlots * slot_bytes, x = (kFixed ? 0u : slot) + uint32_t(ahead) * slot_bytes;
+  return (ring & (ring - 1)) == 0 ? x & (ring - 1) : x % ring;
 }
 // Before reading the oldest chunk in flight: its copies have landed, and every lane's reads of the
 // chunk before it are ordered ahead of the copy into that chunk's slot that follows.
