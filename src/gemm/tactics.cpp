@@ -249,6 +249,19 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // 13.9 / 14.0 for wgmma 128x32; 4096x14336 25.0 vs 24.4 and the larger layers lose). Since split-K
   // reduces inside clusters (session 12, graph us, M = 24 / 32): 6144x4096 18.0 / 18.1 for two dp
   // passes vs 12.9 / 12.9 for 128x32, 4096x4096 10.7 / 10.9 vs 13.1 / 13.1.
+  // 17..24 tokens: one pass of the rolling 24-token 16-row tile where its CTAs (8 warps per row block:
+  // A through the warps' rings in W4A16, arranged in W4A4) fit one wave of 2 per SM. H100 session 41
+  // run 1 (forced vs auto, graph us with PDL, two alternated repetitions, W4A16 / W4A4): down M = 17 /
+  // 20 / 24 21.67 / 21.70 / 21.79 -> 18.06 / 18.16 / 18.59 for the wgmma 128x24 tile (W4A4 24.4 ->
+  // 20.3), o 8.45 -> 8.04..8.09 for two passes of the 16-token tile (W4A4 10.0 -> 9.3..9.4). It lost
+  // where its CTAs take more than a wave (qkv +5..+30 %, 8192x28672 +9..+31 %: each 16-row CTA reads
+  // its K slice of A from L2, 24 rows of it) or fewer warps per row block (8192x8192, 4: +0..+6 %;
+  // gate_up, 1, arranged A: +24..+35 %). The H200 takes it unmeasured.
+  if (m > 16 && m <= 24 && decode_m24_rule().get() != 0) {
+    const int64_t rb16 = (rows + 15) / 16;
+    if (rb16 <= slots && dense_dp_warps_per_row_block(rb16, (k + 63) / 64, int(slots / 2)) == 8)
+      return decode_dpf_id(3, 1, 4, true);
+  }
   if (m > 32 || (m > 16 && rows * k > (int64_t(16) << 20))) return -1;
   const int64_t passes = m > 8 ? (m + 15) / 16 : 1;  // token tiles
   // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
@@ -472,6 +485,11 @@ int without_split_tail(int id) {
 
 RuleOverride& wgmma_split_tail_rule() {
   static RuleOverride o("FP4KIT_WGMMA_SPLIT_TAIL");
+  return o;
+}
+
+RuleOverride& decode_m24_rule() {
+  static RuleOverride o("FP4KIT_DECODE_M24");
   return o;
 }
 

@@ -92,6 +92,9 @@ RuleOverride& wgmma_four_split_one_pass();
 // Above 256 tokens the full-wave model also weighs each tile's split-tail tactic (wave_model_tactic);
 // 0 = never, the rule before session 40 (FP4KIT_WGMMA_SPLIT_TAIL).
 RuleOverride& wgmma_split_tail_rule();
+// 17..24 tokens: the 24-token decode tile where its 16-row CTAs of 8 warps fit one wave (session 41);
+// 0 = never, the rule before (FP4KIT_DECODE_M24).
+RuleOverride& decode_m24_rule();
 
 // Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).
 int heuristic_tactic(const GemmParams& p, int sm_count, bool rich = false);

@@ -194,10 +194,21 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(16, 1024, 28672), "wgmma_w4a16_128x16_s8");
   // 17..32: small token tiles; 256 rows when the K ranges stay long ...
   EXPECT_EQ(pick(32, 28672, 4096), "wgmma_w4a16_256x32_s8");
-  EXPECT_EQ(pick(17, 4096, 14336), "wgmma_w4a16_128x24_s8");  // 17..24: the 24-token tile
+  EXPECT_EQ(pick(17, 8192, 8192), "wgmma_w4a16_128x24_s8");  // 17..24: the 24-token tile
+  EXPECT_EQ(pick(24, 8192, 28672), "wgmma_w4a16_256x24_s8");
+  EXPECT_EQ(pick(24, 6144, 4096), "wgmma_w4a16_128x24_s8");
   EXPECT_EQ(pick(25, 4096, 14336), "wgmma_w4a16_128x32_s8");
-  // ... except on small layers (N·K <= 16 Mi): two passes of the 16-token dp tile.
-  EXPECT_EQ(pick(17, 4096, 4096), "decode_dpf_m16_r32_u2");
+  // ... or, where the 16-row dp CTAs of 8 warps fit one wave, the 24-token decode tile (down, o).
+  for (int64_t m : {17, 20, 24}) {
+    EXPECT_EQ(pick(m, 4096, 14336), "decode_dpfr_m24_r16_u4") << m;
+    EXPECT_EQ(pick(m, 4096, 4096), "decode_dpfr_m24_r16_u4") << m;
+  }
+  const int m24_before = decode_m24_rule().set(0);  // the rule before: wgmma / two 16-token passes
+  EXPECT_EQ(pick(17, 4096, 14336), "wgmma_w4a16_128x24_s8");
+  EXPECT_EQ(pick(24, 4096, 4096), "decode_dpf_m16_r32_u2");
+  decode_m24_rule().set(m24_before);
+  // ... and on small layers (N·K <= 16 Mi) otherwise two passes of the 16-token dp tile.
+  EXPECT_EQ(pick(25, 4096, 4096), "decode_dpf_m16_r32_u2");
   EXPECT_EQ(pick(32, 4096, 4096), "decode_dpf_m16_r32_u2");
   EXPECT_EQ(pick(32, 6144, 4096), "wgmma_w4a16_128x32_s8");
   // 33..64: 128x64 unless its split K ranges get short (< 32 chunks).
