@@ -9,7 +9,7 @@ H=build-carry/tools/fp4kit; $H info > $R/info.txt 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.memory,power.limit,temperature.gpu --format=csv > $R/nvidia-smi.txt
 timeout 150 build-carry/tests/test_gemm > $R/test_gemm.log 2>&1; echo "test_gemm rc=$? t=$SECONDS $(grep -E '^\[  (PASSED|FAILED) ' $R/test_gemm.log | tr '\n' ' ')" >> $S
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-timeout 90 $SAN --tool memcheck $H bench gemm --shapes 1008x4160,8208x1040 --m 13,17,24 --mode both --tactic 64 --reps 2 --warmup 1 --no-baseline > $R/memcheck_t64.log 2>&1
+timeout 90 $SAN --tool memcheck $H bench gemm --shapes 1008x4160,8208x1056 --m 13,17,24 --mode both --tactic 64 --reps 2 --warmup 1 --no-baseline > $R/memcheck_t64.log 2>&1
 echo "memcheck_t64 rc=$? t=$SECONDS $(grep -E 'ERROR SUMMARY' $R/memcheck_t64.log | tr '\n' ' ')" >> $S
 timeout 60 $SAN --tool memcheck $H bench gemm --shapes down,o --m 20 --mode both --reps 2 --warmup 1 --no-baseline > $R/memcheck_auto.log 2>&1
 echo "memcheck_auto rc=$? t=$SECONDS $(grep -E 'ERROR SUMMARY' $R/memcheck_auto.log | tr '\n' ' ')" >> $S
