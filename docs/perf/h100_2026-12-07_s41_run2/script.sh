@@ -2,7 +2,7 @@
 # Session 41 run 2 (H100): the 24-token decode rule (decode_dpfr_m24_r16_u4 at 17..24 tokens where its
 # 16-row CTAs of 8 warps fit one wave: down, o). 1) test_gemm; 2) memcheck of tactic 64 forced on
 # ragged shapes and of the rule's auto path; 3) A/B FP4KIT_DECODE_M24=0 (the rule before) vs unset,
-# alternated twice, graph replay with PDL, on down / o (changed) and qkv / 8192x8192 (controls).
+# alternated twice, graph replay with PDL, on down / o (the changed choices).
 set -u; R=$OUT/r2; mkdir -p $R; S=$R/summary.txt
 tar -xJf build-carry/fp4kit-binaries.tar.xz -C build-carry || exit 3
 H=build-carry/tools/fp4kit; $H info > $R/info.txt 2>&1
@@ -13,7 +13,7 @@ timeout 90 $SAN --tool memcheck $H bench gemm --shapes 1008x4160,8208x1056 --m 1
 echo "memcheck_t64 rc=$? t=$SECONDS $(grep -E 'ERROR SUMMARY' $R/memcheck_t64.log | tr '\n' ' ')" >> $S
 timeout 60 $SAN --tool memcheck $H bench gemm --shapes down,o --m 20 --mode both --reps 2 --warmup 1 --no-baseline > $R/memcheck_auto.log 2>&1
 echo "memcheck_auto rc=$? t=$SECONDS $(grep -E 'ERROR SUMMARY' $R/memcheck_auto.log | tr '\n' ' ')" >> $S
-ab() { FP4KIT_DECODE_M24=$1 timeout 60 $H bench gemm --shapes down,o,qkv,seed.8192x8192 --m 17,20,24,25 --mode both --graph --pdl --no-baseline --target-ms 30 --csv --output $R/$2.csv > $R/$2.log 2>&1; echo "$2 rc=$? t=$SECONDS" >> $S; }
+ab() { FP4KIT_DECODE_M24=$1 timeout 60 $H bench gemm --shapes down,o --m 17,20,24 --mode both --graph --pdl --no-baseline --target-ms 30 --csv --output $R/$2.csv > $R/$2.log 2>&1; echo "$2 rc=$? t=$SECONDS" >> $S; }
 ab 0 off_r1; ab '' rule_r1; ab 0 off_r2; ab '' rule_r2
 python3 scripts/ab_table.py --col graph_us --base off $R/off_r*.csv $R/rule_r*.csv > $R/ab_graph.txt 2>&1
 cat $S; cat $R/ab_graph.txt
