@@ -254,9 +254,8 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // run 1 (forced vs auto, graph us with PDL, two alternated repetitions, W4A16 / W4A4): down M = 17 /
   // 20 / 24 21.67 / 21.70 / 21.79 -> 18.06 / 18.16 / 18.59 for the wgmma 128x24 tile (W4A4 24.4 ->
   // 20.3), o 8.45 -> 8.04..8.09 for two passes of the 16-token tile (W4A4 10.0 -> 9.3..9.4). It lost
-  // where its CTAs take more than a wave (qkv +5..+30 %, 8192x28672 +9..+31 %: each 16-row CTA reads
-  // its K slice of A from L2, 24 rows of it) or fewer warps per row block (8192x8192, 4: +0..+6 %;
-  // gate_up, 1, arranged A: +24..+35 %). The H200 takes it unmeasured.
+  // where its CTAs take more than a wave (qkv +5..+30 %) or a row block has fewer warps (4: 8192x8192
+  // +0..+6 %, 8192x28672 +9..+31 %; 1, arranged A: gate_up +24..+35 %). The H200 takes it unmeasured.
   if (m > 16 && m <= 24 && decode_m24_rule().get() != 0) {
     const int64_t rb16 = (rows + 15) / 16;
     if (rb16 <= slots && dense_dp_warps_per_row_block(rb16, (k + 63) / 64, int(slots / 2)) == 8)
