@@ -250,7 +250,8 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // reduces inside clusters (session 12, graph us, M = 24 / 32): 6144x4096 18.0 / 18.1 for two dp
   // passes vs 12.9 / 12.9 for 128x32, 4096x4096 10.7 / 10.9 vs 13.1 / 13.1.
   // 17..24 tokens: one pass of the rolling 24-token 16-row tile where its CTAs (8 warps per row block:
-  // A through the warps' rings in W4A16, arranged in W4A4) fit one wave of 2 per SM. H100 session 41
+  // A through the warps' rings in W4A16, arranged in W4A4) fill 90..100 % of one wave of 2 per SM
+  // (measured at 256 CTAs, 97 %; narrower layers keep their rules, unmeasured with it). H100 session 41
   // run 1 (forced vs auto, graph us with PDL, two alternated repetitions, W4A16 / W4A4): down M = 17 /
   // 20 / 24 21.67 / 21.70 / 21.79 -> 18.06 / 18.16 / 18.59 for the wgmma 128x24 tile (W4A4 24.4 ->
   // 20.3), o 8.45 -> 8.04..8.09 for two passes of the 16-token tile (W4A4 10.0 -> 9.3..9.4). It lost
@@ -258,7 +259,8 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // +0..+6 %, 8192x28672 +9..+31 %; 1, arranged A: gate_up +24..+35 %). The H200 takes it unmeasured.
   if (m > 16 && m <= 24 && decode_m24_rule().get() != 0) {
     const int64_t rb16 = (rows + 15) / 16;
-    if (rb16 <= slots && dense_dp_warps_per_row_block(rb16, (k + 63) / 64, int(slots / 2)) == 8)
+    if (rb16 <= slots && rb16 * 10 >= slots * 9 &&
+        dense_dp_warps_per_row_block(rb16, (k + 63) / 64, int(slots / 2)) == 8)
       return decode_dpf_id(3, 1, 4, true);
   }
   if (m > 32 || (m > 16 && rows * k > (int64_t(16) << 20))) return -1;

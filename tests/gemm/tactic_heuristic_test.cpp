@@ -198,12 +198,19 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(24, 8192, 28672), "wgmma_w4a16_256x24_s8");
   EXPECT_EQ(pick(24, 6144, 4096), "wgmma_w4a16_128x24_s8");
   EXPECT_EQ(pick(25, 4096, 14336), "wgmma_w4a16_128x32_s8");
-  // ... or, where the 16-row dp CTAs of 8 warps fit one wave, the 24-token decode tile (down, o).
+  // ... or, where the 16-row dp CTAs of 8 warps fill 90..100 % of one wave, the 24-token decode tile
+  // (down, o), in both modes.
+  const int m24_before = decode_m24_rule().set(-1);  // the default, whatever FP4KIT_DECODE_M24 says
   for (int64_t m : {17, 20, 24}) {
     EXPECT_EQ(pick(m, 4096, 14336), "decode_dpfr_m24_r16_u4") << m;
     EXPECT_EQ(pick(m, 4096, 4096), "decode_dpfr_m24_r16_u4") << m;
+    EXPECT_EQ(pick(m, 3840, 4096), "decode_dpfr_m24_r16_u4") << m;  // 240 CTAs: 91 % of a wave
   }
-  const int m24_before = decode_m24_rule().set(0);  // the rule before: wgmma / two 16-token passes
+  // Narrower layers (fewer CTAs) keep their rules.
+  EXPECT_EQ(pick(20, 1024, 4096), "wgmma_w4a16_128x24_s8");
+  EXPECT_EQ(pick(20, 2048, 8192), "decode_dpfr_m16_r16_u4");  // two passes
+  EXPECT_EQ(pick(20, 3584, 4096), "decode_dpf_m16_r32_u4");   // 224 CTAs: 85 %
+  decode_m24_rule().set(0);  // the rule before: wgmma / two 16-token passes
   EXPECT_EQ(pick(17, 4096, 14336), "wgmma_w4a16_128x24_s8");
   EXPECT_EQ(pick(24, 4096, 4096), "decode_dpf_m16_r32_u2");
   decode_m24_rule().set(m24_before);

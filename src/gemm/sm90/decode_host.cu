@@ -81,7 +81,7 @@ bool ring_a(const Tactic& t, const GemmParams& p) {
   const int64_t kw = dense_dp_warps_per_row_block(row_blocks, prepacked_shape(p.n, p.k).k_chunks, sm_count());
   return w4a4 ? kw == 8 : kw * t.rows >= 4 && kw >= w4a16_ring_min_kw();
 }
-// Dynamic shared memory of a kRingA launch (NT = 1 / 2 / 4: 32 / 64 / 128 KB).
+// Dynamic shared memory of a kRingA launch (NT = 1 / 2 / 3 / 4: 32 / 64 / 96 / 128 KB).
 size_t ring_a_smem_bytes(const Tactic& t) { return size_t(sm90::kDecodeWarps) * sm90::kRingSlots * t.nt * sm90::kRingTileBytes; }
 
 sm90::DecodeKernelFn kernel_for(const Tactic& t, const GemmParams& p) {

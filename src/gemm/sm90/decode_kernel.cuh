@@ -1025,6 +1025,8 @@ __device__ __forceinline__ DecodeView stage_a_slice(const DecodeGemmArgs& args, 
 // before the launch; args.a points to it). Its tiles of up to 16 tokens are bounded to 2 CTAs/SM
 // (128 registers), where the 4-chunk 16-token configurations still fit without spills (with kRingA the
 // rolling 16-token 32-row tile spills 4 bytes, 20 bytes of reloads; the session-17 timings include it).
+// The rolling 24-token 16-row tile gets 2 CTAs/SM through kRoll's bound (NT * R = 3 < 4 anyway); with
+// kRingA it spills 76 bytes (196 bytes of reloads) outside its chunk loops (ptxas -v, session 41).
 // kRingA (dense, on the fragment-order tiles; no arrangement kernel): kRingRows, W4A16, row-major A
 // through each warp's ring of shared memory (RingA); kRingNvfp4, W4A4 on the rolling 8-token 32-row
 // tile, NVFP4 A through the same rings, decoded by the warps (RingA4). ring_bytes_per_warp<NT>() x 8
