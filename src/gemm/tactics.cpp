@@ -244,6 +244,21 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // CTAs (8192x8192 M=1: 20.7 vs 29.0 us; 4096x4096: 9.3 vs 18.9 us); 32-row blocks from 5 tokens
   // on (8-token tiles with two row tiles share their activation loads).
   const int64_t slots = 2 * int64_t(sm_count > 0 ? sm_count : 132);
+  const int64_t k_chunks = (k + 63) / 64;
+  // Row blocks and warps per row block of the 16- and 32-row tiles, as decode_host.cu launches them.
+  // The rules below that ask for 8 warps per row block were fitted when only there W4A16's
+  // fragment-order tiles read A through the warps' rings instead of behind the arrangement kernel
+  // (decode_host.cu ring_a; since session 26 also with 4 warps, and with 2 on the 32-row tiles, which
+  // made gate_up's 8- and 16-token tiles 1-3.5 % faster without changing its tiles).
+  const int64_t rb16 = (rows + 15) / 16, rb32 = (rows + 31) / 32;
+  const int64_t kw16 = dense_dp_warps_per_row_block(rb16, k_chunks, int(slots / 2));
+  const int64_t kw32 = dense_dp_warps_per_row_block(rb32, k_chunks, int(slots / 2));
+  auto chunks_per_warp = [&](int64_t block_rows) { return k_chunks / (block_rows == 16 ? kw16 : kw32); };
+  // The 16-row tile's CTAs fit one wave (2 per SM) and each warp streams at most `max_chunks`: then
+  // its rolling variant beats the 32-row tiles at up to 8 tokens (session 15, below).
+  auto rolling_r16_fits = [&](int64_t max_chunks) {
+    return (rb16 * kw16 + 7) / 8 <= slots && k_chunks / kw16 <= max_chunks;
+  };
   // 17..32 tokens: two passes of the 16-token tile, only on small layers (N·K <= 16 Mi), where the
   // wgmma 32-token tiles' fixed costs dominate (session 6, M = 24 / 32: 4096x4096 11.0 / 11.2 us vs
   // 13.9 / 14.0 for wgmma 128x32; 4096x14336 25.0 vs 24.4 and the larger layers lose). Since split-K
@@ -257,16 +272,13 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // 20.3), o 8.45 -> 8.04..8.09 for two passes of the 16-token tile (W4A4 10.0 -> 9.3..9.4). It lost
   // where its CTAs take more than a wave (qkv +5..+30 %) or a row block has fewer warps (4: 8192x8192
   // +0..+6 %, 8192x28672 +9..+31 %; 1, arranged A: gate_up +24..+35 %). The H200 takes it unmeasured.
-  if (m > 16 && m <= 24 && decode_m24_rule().get() != 0) {
-    const int64_t rb16 = (rows + 15) / 16;
-    if (rb16 <= slots && rb16 * 10 >= slots * 9 &&
-        dense_dp_warps_per_row_block(rb16, (k + 63) / 64, int(slots / 2)) == 8)
-      return decode_dpf_id(3, 1, 4, true);
-  }
+  if (m > 16 && m <= 24 && decode_m24_rule().get() != 0 && kw16 == 8 && rolling_r16_fits(INT64_MAX) &&
+      rb16 * 10 >= slots * 9)
+    return decode_dpf_id(3, 1, 4, true);
   if (m > 32 || (m > 16 && rows * k > (int64_t(16) << 20))) return -1;
   const int64_t passes = m > 8 ? (m + 15) / 16 : 1;  // token tiles
   // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
-  const int64_t kw = dp_warps_per_row_block((k + 63) / 64);
+  const int64_t kw = dp_warps_per_row_block(k_chunks);
   if ((rows + 15) / 16 * kw / 8 * passes < slots / 2) return -1;  // too few CTAs: stream-K balances better
   // 32-row blocks (two row tiles share each activation load) as long as their CTAs still cover
   // every SM once; else 16-row blocks (H100 session 3, M = 1: 6144x4096 13.2 vs 14.6 us and
@@ -283,21 +295,6 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // short of one full wave of 2 CTAs per SM, so that SMs left with one CTA still stream enough
   // (session 6, M = 9..16: 28672x4096 28.2 -> 27.1 us, 6144x4096 9.9 -> 9.4; with a full wave the
   // 2-chunk groups stay faster: 8192x8192 18.5 vs 20.0, 8192x28672 53.1 vs 53.6).
-  const int64_t k_chunks = (k + 63) / 64;
-  // Row blocks and warps per row block of the 16- and 32-row tiles, as decode_host.cu launches them.
-  // The rules below that ask for 8 warps per row block were fitted when only there W4A16's
-  // fragment-order tiles read A through the warps' rings instead of behind the arrangement kernel
-  // (decode_host.cu ring_a; since session 26 also with 4 warps, and with 2 on the 32-row tiles, which
-  // made gate_up's 8- and 16-token tiles 1-3.5 % faster without changing its tiles).
-  const int64_t rb16 = (rows + 15) / 16, rb32 = (rows + 31) / 32;
-  const int64_t kw16 = dense_dp_warps_per_row_block(rb16, k_chunks, int(slots / 2));
-  const int64_t kw32 = dense_dp_warps_per_row_block(rb32, k_chunks, int(slots / 2));
-  auto chunks_per_warp = [&](int64_t block_rows) { return k_chunks / (block_rows == 16 ? kw16 : kw32); };
-  // The 16-row tile's CTAs fit one wave (2 per SM) and each warp streams at most `max_chunks`: then
-  // its rolling variant beats the 32-row tiles at up to 8 tokens (session 15, below).
-  auto rolling_r16_fits = [&](int64_t max_chunks) {
-    return (rb16 * kw16 + 7) / 8 <= slots && k_chunks / kw16 <= max_chunks;
-  };
   // W4A16 16-token tiles that read A through the warps' rings (8 warps per row block, one pass):
   // rolling load groups whatever the warps' K ranges, since the ring's bookkeeping got cheap
   // (session 18 run 4, forced, graph us, M = 9 / 12 / 16: down 14.10 / 14.14 / 14.52 for the rolling
