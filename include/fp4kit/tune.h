@@ -20,13 +20,15 @@
 
 namespace fp4kit {
 
-// ---- M buckets (FlashInfer's hybrid buckets, spec §4.4) -------------------------------------------
-// Powers of 2 from 1 to 256; 512..2048 step 256; 2560..4096 step 512; then powers of 2
-// (8192, 16384, ...). tune_m_buckets(max_m) lists the buckets <= max_m plus max_m itself when it is
-// not a bucket (FlashInfer's "plus max itself"); empty for max_m <= 0.
+// ---- M buckets (FlashInfer's hybrid buckets, spec §4.4, plus 24) -----------------------------------
+// Powers of 2 from 1 to 256 and 24 (our addition: the decode family's 24-token tile pays only at
+// 17..24 tokens); 512..2048 step 256; 2560..4096 step 512; then powers of 2 (8192, 16384, ...).
+// tune_m_buckets(max_m) lists the buckets <= max_m plus max_m itself when it is not a bucket
+// (FlashInfer's "plus max itself"); empty for max_m <= 0.
+inline constexpr int64_t kTuneBucket24 = 24;
 std::vector<int64_t> tune_m_buckets(int64_t max_m);
-// Runtime mapping (round up to the bucket): m <= 0 -> 1; <= 256 -> next power of 2;
-// <= 2048 -> ceil to a multiple of 256; <= 4096 -> ceil to a multiple of 512; else next power of 2.
+// Runtime mapping (round up to the bucket): m <= 0 -> 1; 17..24 -> 24; else <= 256 -> next power of
+// 2; <= 2048 -> ceil to a multiple of 256; <= 4096 -> ceil to a multiple of 512; else next power of 2.
 int64_t tune_m_bucket(int64_t m);
 
 // ---- cache key and entries ------------------------------------------------------------------------
