@@ -93,8 +93,11 @@ const std::vector<Tactic>& tactic_table() {
               false, true);
     // 24-token tiles on A in fragment order, rolling (session 41): one pass for 17..24 tokens, where
     // the wgmma 24-token tiles' decode and tensor work serialize (docs/GEMM.md "Decode and wgmma do not
-    // overlap"). 16-row blocks only: a 32-row block's reduction buffer and rings would not fit 2 CTAs per SM.
+    // overlap").
     add_decode({{3, 1, 4}}, true, true, true);
+    // The 32-row 24-token tile (session 42), 2-chunk groups (4-chunk ones spill): two CTAs per SM only
+    // because its reduction's partials go into the warps' idle rings (decode_dp_kernel kPartialInRing).
+    add_decode({{3, 2, 2}}, true, true, true);
     return t;
   }();
   return table;
@@ -275,6 +278,18 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   if (m > 16 && m <= 24 && decode_m24_rule().get() != 0 && kw16 == 8 && rolling_r16_fits(INT64_MAX) &&
       rb16 * 10 >= slots * 9)
     return decode_dpf_id(3, 1, 4, true);
+  // 17..24 tokens on the larger layers (N·K > 16 Mi), which take the wgmma 24-token tiles otherwise: the
+  // rolling 24-token 32-row tile where its CTAs fill >= 70 % of one wave and, in W4A16, a row block has 8
+  // warps (A through the warps' rings, each K slice copied once per CTA; W4A4 reads it arranged at any
+  // warp count). H100 session 42 run 1 (forced vs auto, graph us with PDL, two alternated repetitions,
+  // M = 17 / 20 / 24, W4A16 / W4A4): qkv (192 CTAs) 11.51..11.53 -> 10.42..10.46 / 13.54..13.59 ->
+  // 10.20..10.27, 8192x8192 19.71..20.04 -> 17.80..18.02 / 21.94..22.02 -> 18.96..19.05, 8192x28672
+  // 56.58..57.63 -> 53.33..55.69 / 59.60..60.16 -> 52.98..53.89, gate_up W4A4 (2 warps per row block)
+  // 29.00..29.07 -> 27.56..27.88; gate_up W4A16 lost (26.73..26.81 -> 30.06..30.70: four rings per CTA copy
+  // each A chunk), and so did down / o against the 16-row tile above (128 CTAs). The H200 takes it unmeasured.
+  if (m > 16 && m <= 24 && decode_m24_r32_rule().get() != 0 && rows * k > (int64_t(16) << 20) &&
+      (w4a4 || kw32 == 8) && (rb32 * kw32 + 7) / 8 * 10 >= slots * 7)
+    return decode_dpf_id(3, 2, 2, true);
   if (m > 32 || (m > 16 && rows * k > (int64_t(16) << 20))) return -1;
   const int64_t passes = m > 8 ? (m + 15) / 16 : 1;  // token tiles
   // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
@@ -491,6 +506,11 @@ RuleOverride& decode_m24_rule() {
   return o;
 }
 
+RuleOverride& decode_m24_r32_rule() {
+  static RuleOverride o("FP4KIT_DECODE_M24_R32");
+  return o;
+}
+
 RuleOverride& wgmma_four_split_one_pass() {
   static RuleOverride o("FP4KIT_WGMMA_4SPLIT_ONE_PASS");
   return o;
@@ -536,7 +556,7 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
   if (p.m > 128) return -1;
   if (p.m <= 8) return -1;
   sms = sms > 0 ? sms : 132;
-  if (p.m <= 32 && decode_dp_heuristic(p.m, p.n, p.k, sms) >= 0) return -1;
+  if (p.m <= 32 && decode_dp_heuristic(p.m, p.n, p.k, sms, p.a_dtype == DType::kE2M1x2) >= 0) return -1;
   if (p.m <= 16 && p.k <= 8192 && p.n <= 8192) return -1;
   if (p.m <= 32) {
     const int bm = p.m <= 16 ? 16 : 32;

@@ -194,10 +194,30 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(16, 1024, 28672), "wgmma_w4a16_128x16_s8");
   // 17..32: small token tiles; 256 rows when the K ranges stay long ...
   EXPECT_EQ(pick(32, 28672, 4096), "wgmma_w4a16_256x32_s8");
-  EXPECT_EQ(pick(17, 8192, 8192), "wgmma_w4a16_128x24_s8");  // 17..24: the 24-token tile
+  EXPECT_EQ(pick(25, 4096, 14336), "wgmma_w4a16_128x32_s8");
+  auto pick_w4a4 = [](int64_t m, int64_t n, int64_t k) {
+    GemmParams q;
+    q.a_dtype = DType::kE2M1x2, q.m = m, q.n = n, q.k = k;
+    return find_tactic(heuristic_tactic(q, kSms))->name;
+  };
+  const int r32_before = decode_m24_r32_rule().set(0);  // 17..24 before session 42: the wgmma 24-token tiles
+  EXPECT_EQ(pick(17, 8192, 8192), "wgmma_w4a16_128x24_s8");
   EXPECT_EQ(pick(24, 8192, 28672), "wgmma_w4a16_256x24_s8");
   EXPECT_EQ(pick(24, 6144, 4096), "wgmma_w4a16_128x24_s8");
-  EXPECT_EQ(pick(25, 4096, 14336), "wgmma_w4a16_128x32_s8");
+  EXPECT_EQ(pick_w4a4(20, 28672, 4096), "wgmma_w4a16_256x24_s8");
+  decode_m24_r32_rule().set(-1);
+  // ... since then, on layers of N·K > 16 Mi, the 32-row 24-token decode tile where its CTAs fill >= 70 %
+  // of one wave with 8 warps per row block (W4A16: A through the warps' rings), in W4A4 at any warp count.
+  for (int64_t m : {17, 20, 24}) {
+    EXPECT_EQ(pick(m, 8192, 8192), "decode_dpfr_m24_r32_u2") << m;
+    EXPECT_EQ(pick(m, 8192, 28672), "decode_dpfr_m24_r32_u2") << m;
+    EXPECT_EQ(pick(m, 6144, 4096), "decode_dpfr_m24_r32_u2") << m;  // 192 CTAs: 73 % of a wave
+    EXPECT_EQ(pick_w4a4(m, 6144, 4096), "decode_dpfr_m24_r32_u2") << m;
+    EXPECT_EQ(pick(m, 28672, 4096), "wgmma_w4a16_256x24_s8") << m;  // 2 warps per row block
+    EXPECT_EQ(pick_w4a4(m, 28672, 4096), "decode_dpfr_m24_r32_u2") << m;
+  }
+  EXPECT_EQ(pick(20, 2560, 8192), "wgmma_w4a16_128x24_s8");  // 80 CTAs: 30 %
+  EXPECT_EQ(pick(20, 4608, 4096), "wgmma_w4a16_128x24_s8");  // 144 CTAs: 55 %
   // ... or, where the 16-row dp CTAs of 8 warps fill 90..100 % of one wave, the 24-token decode tile
   // (down, o), in both modes.
   const int m24_before = decode_m24_rule().set(-1);  // the default, whatever FP4KIT_DECODE_M24 says
@@ -210,10 +230,11 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(20, 1024, 4096), "wgmma_w4a16_128x24_s8");
   EXPECT_EQ(pick(20, 2048, 8192), "decode_dpfr_m16_r16_u4");  // two passes
   EXPECT_EQ(pick(20, 3584, 4096), "decode_dpf_m16_r32_u4");   // 224 CTAs: 85 %
-  decode_m24_rule().set(0);  // the rule before: wgmma / two 16-token passes
+  decode_m24_rule().set(0);  // the rule before: wgmma / two 16-token passes (down's 128 32-row CTAs: 48 %)
   EXPECT_EQ(pick(17, 4096, 14336), "wgmma_w4a16_128x24_s8");
   EXPECT_EQ(pick(24, 4096, 4096), "decode_dpf_m16_r32_u2");
   decode_m24_rule().set(m24_before);
+  decode_m24_r32_rule().set(r32_before);
   // ... and on small layers (N·K <= 16 Mi) otherwise two passes of the 16-token dp tile.
   EXPECT_EQ(pick(25, 4096, 4096), "decode_dpf_m16_r32_u2");
   EXPECT_EQ(pick(32, 4096, 4096), "decode_dpf_m16_r32_u2");
@@ -372,7 +393,7 @@ TEST(DecodeRoll, ByTokenTileRowsAndChunksPerWarp) {
     EXPECT_TRUE(t.family == Family::kDecode && t.dp && t.unroll % 2 == 0) << t.name;
     EXPECT_NE(t.name.find(t.frag_a ? "decode_dpfr_m" : "decode_dpr_m"), std::string::npos) << t.name;
   }
-  EXPECT_EQ(rolling, 7);
+  EXPECT_EQ(rolling, 8);
 }
 
 // The L2 prefetch before the PDL wait goes only to dp decode warps that wait for a staging kernel of

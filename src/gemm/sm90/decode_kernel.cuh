@@ -307,6 +307,8 @@ __device__ __forceinline__ unsigned int load_act_word(const unsigned int* p) {
 // fragment-order tiles ran 8-25 % faster with that kernel's dependency removed (8192x8192 M = 8 15.4
 // -> 13.9 us) — the measurement that motivated the ring. Used where the CTA's 8 warps stream 8
 // different K slices (decode_host.cu ring_a).
+// Shared memory one CTA may take so that two fit an SM (228 KB per SM, 1 KB reserved per CTA).
+constexpr int kTwoCtaSmemPerCta = 113 * 1024;
 constexpr int kRingSlots = 4;          // chunks per warp and token tile in shared memory (a power of 2)
 constexpr int kRingAhead = kRingSlots - 1;  // chunks in flight beyond the one being read
 constexpr int kRingTileBytes = 8 * 128;
@@ -1043,7 +1045,23 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
   // Activations zero-padded to whole chunks: every chunk is read unchecked.
   constexpr bool kPadded = kFragA || kStageA || kRingA;
   constexpr int kAcc = R * NT * 4;
-  __shared__ float partial[kDecodeWarps][kAcc][32];
+  // The warps' FP32 partials for the reduction over K slices: a static buffer, or, where the warps' rings
+  // (kRingRows) fit two CTAs per SM but not with that buffer, each warp's own ring, idle by then (the
+  // 32-row 24-token tile: 96 KB + 24 KB). Only there: on every ring tile it cost the 4096-K layers' 8-token
+  // tiles 2-4 % (H100, docs/PERF.md session 42 run 1: o M = 3..8 5.06 -> 5.19..5.35 us).
+  constexpr int kRingCtaBytes = kDecodeWarps * ring_bytes_per_warp<NT>();
+  constexpr bool kPartialInRing = kRingA == kRingRows && kRingCtaBytes <= kTwoCtaSmemPerCta &&
+                                  kRingCtaBytes + kDecodeWarps * kAcc * 32 * 4 > kTwoCtaSmemPerCta;
+  __shared__ float partial_static[kPartialInRing ? 1 : kDecodeWarps][kPartialInRing ? 1 : kAcc][32];
+  auto partial_at = [&](int w, int i) -> float& {
+    if constexpr (kPartialInRing) {
+      extern __shared__ __align__(128) uint8_t ring_smem[];
+      return reinterpret_cast<float*>(ring_smem + w * ring_bytes_per_warp<NT>())[i * 32 + (threadIdx.x & 31)];
+    } else {
+      return partial_static[w][i][threadIdx.x & 31];
+    }
+  };
+  static_assert(!kPartialInRing || kAcc * 32 * 4 <= ring_bytes_per_warp<NT>(), "partials fit a warp's ring");
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int kw = args.dp_kw;              // warps per row block: 1, 2, 4 or 8
@@ -1150,12 +1168,15 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
   }
   if (kw > 1) {
     if (kidx > 0) {
+      // (kPartialInRing: no copy into the ring may still be in flight; the warp's reads of it are
+      // ordered before these writes by program order.)
+      if constexpr (kPartialInRing) asm volatile("cp.async.wait_all;" ::: "memory");
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-          for (int i = 0; i < 4; ++i) partial[warp][(r * NT + nt) * 4 + i][lane] = acc[r][nt][i];
+          for (int i = 0; i < 4; ++i) partial_at(warp, (r * NT + nt) * 4 + i) = acc[r][nt][i];
     }
     __syncthreads();
     if (kidx == 0) {
@@ -1165,7 +1186,7 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-            for (int i = 0; i < 4; ++i) acc[r][nt][i] += partial[w][(r * NT + nt) * 4 + i][lane];
+            for (int i = 0; i < 4; ++i) acc[r][nt][i] += partial_at(w, (r * NT + nt) * 4 + i);
     }
   }
   if (kidx == 0 && live) store_block<OutT, NT, R, kRingA == kRingNvfp4 ? kRingA4Shift : 0>(args, view, acc, rb, tok0, lane);

@@ -88,6 +88,7 @@ DecodeKernelFn decode_dpf_kernel_for(int nt, int r, int u, bool roll, bool ring)
   FP4KIT_DECODE_DPFR_CASE(2, 1, 4)
   FP4KIT_DECODE_DPFR_CASE(2, 2, 4)
   FP4KIT_DECODE_DPFR_CASE(3, 1, 4)
+  FP4KIT_DECODE_DPFR_CASE(3, 2, 2)
 #undef FP4KIT_DECODE_DPF_CASE
 #undef FP4KIT_DECODE_DPFR_CASE
   return nullptr;
