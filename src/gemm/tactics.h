@@ -96,7 +96,8 @@ RuleOverride& wgmma_split_tail_rule();
 // 0 = never, the rule before (FP4KIT_DECODE_M24).
 RuleOverride& decode_m24_rule();
 // 17..24 tokens: the 32-row 24-token decode tile on the larger layers whose CTAs fill >= 70 % of a wave
-// (session 42); 0 = never, the rule before (FP4KIT_DECODE_M24_R32).
+// (W4A16: 8 warps per row block of <= 32 chunks each; session 42); 0 = never, the rule before
+// (FP4KIT_DECODE_M24_R32).
 RuleOverride& decode_m24_r32_rule();
 
 // Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).

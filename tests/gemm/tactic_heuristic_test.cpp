@@ -207,10 +207,12 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick_w4a4(20, 28672, 4096), "wgmma_w4a16_256x24_s8");
   decode_m24_r32_rule().set(-1);
   // ... since then, on layers of N·K > 16 Mi, the 32-row 24-token decode tile where its CTAs fill >= 70 %
-  // of one wave with 8 warps per row block (W4A16: A through the warps' rings), in W4A4 at any warp count.
+  // of one wave: W4A16 with 8 warps per row block (A through the warps' rings) of <= 32 chunks each, W4A4
+  // at any warp count and K.
   for (int64_t m : {17, 20, 24}) {
     EXPECT_EQ(pick(m, 8192, 8192), "decode_dpfr_m24_r32_u2") << m;
-    EXPECT_EQ(pick(m, 8192, 28672), "decode_dpfr_m24_r32_u2") << m;
+    EXPECT_EQ(pick(m, 8192, 28672), "wgmma_w4a16_256x24_s8") << m;  // 56 chunks per warp
+    EXPECT_EQ(pick_w4a4(m, 8192, 28672), "decode_dpfr_m24_r32_u2") << m;
     EXPECT_EQ(pick(m, 6144, 4096), "decode_dpfr_m24_r32_u2") << m;  // 192 CTAs: 73 % of a wave
     EXPECT_EQ(pick_w4a4(m, 6144, 4096), "decode_dpfr_m24_r32_u2") << m;
     EXPECT_EQ(pick(m, 28672, 4096), "wgmma_w4a16_256x24_s8") << m;  // 2 warps per row block
