@@ -283,13 +283,14 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // has 8 warps (A through the warps' rings, each K slice copied once per CTA) streaming <= 32 chunks each;
   // W4A4 (A arranged) at any warp count and K. H100 session 42, the rule vs FP4KIT_DECODE_M24_R32=0, graph
   // us with PDL, two alternated repetitions, M = 17 / 20 / 24, W4A16 / W4A4, run 4 (200 ms samples after
-  // 100 ms of warm-up, the acceptance sweep's settings; run 2's 30 ms samples agree except where noted):
+  // 100 ms of warm-up, the acceptance sweep's settings; run 2's 30 ms samples agree except where noted, and
+  // read 8192x8192 W4A16 at 17.88..18.18 where run 4 has 17.91 / 19.31 / 18.44):
   // qkv (192 CTAs) 11.40..11.41 -> 10.30..10.46 / 13.46..13.56 -> 10.19..10.27; 8192x8192 19.58..19.62 ->
   // 17.91..19.31 / 21.80..21.86 -> 18.95..18.98; 8192x28672 W4A4 59.58..60.13 -> 53.88..54.97; gate_up W4A4
   // (2 warps per row block) 28.98..29.05 -> 27.59 / 29.21 / 27.90 (run 2: 27.49..27.62). Left out: 8192x28672
   // W4A16 (56 chunks per warp: 56.20..57.13 -> 56.34..64.05 in run 4, though 2-6 % ahead with run 2's short
   // samples), gate_up W4A16 (2 warps: four rings per CTA copy each A chunk; +12..+15 %, run 1), down / o
-  // (128 CTAs; the 16-row tile above wins).
+  // (128 CTAs; the 16-row tile above wins). The H200 takes it unmeasured.
   if (m > 16 && m <= 24 && decode_m24_r32_rule().get() != 0 && rows * k > (int64_t(16) << 20) &&
       (w4a4 || (kw32 == 8 && chunks_per_warp(32) <= 32)) && (rb32 * kw32 + 7) / 8 * 10 >= slots * 7)
     return decode_dpf_id(3, 2, 2, true);

@@ -220,6 +220,8 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   }
   EXPECT_EQ(pick(20, 2560, 8192), "wgmma_w4a16_128x24_s8");  // 80 CTAs: 30 %
   EXPECT_EQ(pick(20, 4608, 4096), "wgmma_w4a16_128x24_s8");  // 144 CTAs: 55 %
+  EXPECT_EQ(pick_w4a4(20, 2560, 8192), "wgmma_w4a16_128x24_s8");
+  EXPECT_EQ(pick_w4a4(20, 4608, 4096), "wgmma_w4a16_128x24_s8");
   // ... or, where the 16-row dp CTAs of 8 warps fill 90..100 % of one wave, the 24-token decode tile
   // (down, o), in both modes.
   const int m24_before = decode_m24_rule().set(-1);  // the default, whatever FP4KIT_DECODE_M24 says

@@ -1047,8 +1047,8 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
   constexpr int kAcc = R * NT * 4;
   // The warps' FP32 partials for the reduction over K slices: a static buffer, or, where the warps' rings
   // (kRingRows) fit two CTAs per SM but not with that buffer, each warp's own ring, idle by then (the
-  // 32-row 24-token tile: 96 KB + 24 KB). Only there: on every ring tile it cost the 4096-K layers' 8-token
-  // tiles 2-4 % (H100, docs/PERF.md session 42 run 1: o M = 3..8 5.06 -> 5.19..5.35 us).
+  // 32-row 24-token tile: 96 KB + 24 KB). Only there: on every ring tile it cost o's and qkv's W4A16 3..8-token
+  // tiles 2-4 % (H100, docs/PERF.md session 42 run 1: o M = 3..8 5.03..5.14 -> 5.19..5.35 us).
   constexpr int kRingCtaBytes = kDecodeWarps * ring_bytes_per_warp<NT>();
   constexpr bool kPartialInRing = kRingA == kRingRows && kRingCtaBytes <= kTwoCtaSmemPerCta &&
                                   kRingCtaBytes + kDecodeWarps * kAcc * 32 * 4 > kTwoCtaSmemPerCta;
