@@ -298,12 +298,12 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   const int64_t passes = m > 8 ? (m + 15) / 16 : 1;  // token tiles
   // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
   const int64_t kw = dp_warps_per_row_block(k_chunks);
-  if ((rows + 15) / 16 * kw / 8 * passes < slots / 2) return -1;  // too few CTAs: stream-K balances better
+  if (rb16 * kw / 8 * passes < slots / 2) return -1;  // too few CTAs: stream-K balances better
   // 32-row blocks (two row tiles share each activation load) as long as their CTAs still cover
   // every SM once; else 16-row blocks (H100 session 3, M = 1: 6144x4096 13.2 vs 14.6 us and
   // 28672x4096 35.5 vs 39.5 for r32; 4096x4096 9.95 vs 11.1 and 4096x14336 20.1 vs 23.0 for r16;
   // session 5, M = 5: 4096x4096 6.9 vs 8.2 us, 4096x14336 15.9 vs 18.2 for r16).
-  const bool r32 = (rows + 31) / 32 * kw / 8 * passes >= slots / 2;
+  const bool r32 = rb32 * kw / 8 * passes >= slots / 2;
   // 9..16 tokens: one 16-token tile reading A in B-fragment order (arranged first), 32-row blocks
   // when their CTAs cover every SM, else 16-row blocks with 4-chunk load groups. H100 session 6,
   // graph replay, M = 9..16 (docs/PERF.md): 8192x28672 54.2-54.7 us vs 55.0-58.1 for the best

@@ -1052,18 +1052,18 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, kReady || ((kFragA || kRing
   constexpr int kRingCtaBytes = kDecodeWarps * ring_bytes_per_warp<NT>();
   constexpr bool kPartialInRing = kRingA == kRingRows && kRingCtaBytes <= kTwoCtaSmemPerCta &&
                                   kRingCtaBytes + kDecodeWarps * kAcc * 32 * 4 > kTwoCtaSmemPerCta;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
   __shared__ float partial_static[kPartialInRing ? 1 : kDecodeWarps][kPartialInRing ? 1 : kAcc][32];
   auto partial_at = [&](int w, int i) -> float& {
     if constexpr (kPartialInRing) {
       extern __shared__ __align__(128) uint8_t ring_smem[];
-      return reinterpret_cast<float*>(ring_smem + w * ring_bytes_per_warp<NT>())[i * 32 + (threadIdx.x & 31)];
+      return reinterpret_cast<float*>(ring_smem + w * ring_bytes_per_warp<NT>())[i * 32 + lane];
     } else {
-      return partial_static[w][i][threadIdx.x & 31];
+      return partial_static[w][i][lane];
     }
   };
   static_assert(!kPartialInRing || kAcc * 32 * 4 <= ring_bytes_per_warp<NT>(), "partials fit a warp's ring");
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
   const int kw = args.dp_kw;              // warps per row block: 1, 2, 4 or 8
   const int per_cta = kDecodeWarps / kw;  // row blocks per CTA
   const int sub = warp / kw, kidx = warp - sub * kw;
