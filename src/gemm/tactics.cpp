@@ -36,7 +36,7 @@ const std::vector<Tactic>& tactic_table() {
       }
     };
     auto add_wgmma = [&t](std::initializer_list<WgmmaConfig> configs, bool stream_k = false,
-                          bool split_tail = false) {
+                          bool split_tail = false, int step_chunks = 1) {
       for (const WgmmaConfig& c : configs) {
         Tactic x;
         x.id = int(t.size());
@@ -46,8 +46,10 @@ const std::vector<Tactic>& tactic_table() {
         x.stages = c.stages;
         x.stream_k = stream_k;
         x.split_tail = split_tail;
+        x.step_chunks = step_chunks;
         x.name = "wgmma_w4a16_" + std::to_string(x.block_n) + "x" + std::to_string(x.block_m) + "_s" +
-                 std::to_string(x.stages) + (stream_k ? "_sk" : split_tail ? "_st" : "");
+                 std::to_string(x.stages) + (stream_k ? "_sk" : split_tail ? "_st" : "") +
+                 (step_chunks == 2 ? "_k128" : "");
         t.push_back(x);
       }
     };
@@ -98,6 +100,9 @@ const std::vector<Tactic>& tactic_table() {
     // The 32-row 24-token tile (session 42), 2-chunk groups (4-chunk ones spill): two CTAs per SM only
     // because its reduction's partials go into the warps' idle rings (decode_dp_kernel kPartialInRing).
     add_decode({{3, 2, 2}}, true, true, true);
+    // Two stages (128 K) per consumer step (session 43): the small token tiles' per-step costs
+    // (barrier waits, wgmma fence / commit / wait, releases) halved per K, the two decodes interleaved.
+    add_wgmma({{128, 24, 8}, {128, 32, 8}, {128, 48, 8}, {128, 64, 8}}, false, false, 2);
     return t;
   }();
   return table;
@@ -114,11 +119,12 @@ static int decode_id(int nt, int rows, int u) {
   return 0;
 }
 
-// The data-parallel / split-K wgmma tactic of a tile, or its split-tail variant; -1 if none.
+// The data-parallel / split-K wgmma tactic of a tile (one stage per consumer step), or its split-tail
+// variant; -1 if none.
 static int wgmma_id(int block_n, int block_m, int stages, bool split_tail = false) {
   for (const Tactic& t : tactic_table())
-    if (t.family == Family::kWgmma && !t.stream_k && t.split_tail == split_tail && t.block_n == block_n &&
-        t.block_m == block_m && t.stages == stages)
+    if (t.family == Family::kWgmma && !t.stream_k && t.split_tail == split_tail && t.step_chunks == 1 &&
+        t.block_n == block_n && t.block_m == block_m && t.stages == stages)
       return t.id;
   return -1;
 }

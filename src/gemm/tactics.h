@@ -31,6 +31,9 @@ struct Tactic {
   // Data-parallel full waves of tiles, then the last, partial wave's tiles split in two K halves
   // reduced inside 2-CTA clusters (wgmma_split_tail_dp_tiles); only where that wave is at most half full.
   bool split_tail = false;
+  // 64-K chunks (pipeline stages) per consumer step: 2 = two stages waited for, decoded and issued
+  // as one wgmma batch (wgmma_kernel.cuh kStep); the split-K / stream-K units are then pairs of chunks.
+  int step_chunks = 1;
   std::string name;
 };
 

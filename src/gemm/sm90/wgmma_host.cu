@@ -19,8 +19,15 @@ namespace fp4kit::gemm_impl {
 namespace {
 
 sm90::WgmmaKernel kernel_for(const Tactic& t, const GemmParams& p) {
-  if (operand_type(p) == DType::kBF16) return sm90::wgmma_kernel_for<__nv_bfloat16>(t.block_n, t.block_m, t.stages);
-  return sm90::wgmma_kernel_for<__half>(t.block_n, t.block_m, t.stages);
+  if (operand_type(p) == DType::kBF16)
+    return sm90::wgmma_kernel_for<__nv_bfloat16>(t.block_n, t.block_m, t.stages, t.step_chunks);
+  return sm90::wgmma_kernel_for<__half>(t.block_n, t.block_m, t.stages, t.step_chunks);
+}
+
+// K in the kernel's schedule units: 64-K chunks, or pairs of them for two-stage steps (the last pair
+// may reach one chunk past K; TMA zero-fills it).
+int64_t k_units(const Tactic& t, const GemmParams& p) {
+  return (prepacked_shape(p.n, p.k).k_chunks + t.step_chunks - 1) / t.step_chunks;
 }
 
 
@@ -201,7 +208,7 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
   const int sms = device_info().available ? device_info().sm_count : 132;
   WgSplit w;
   w.tiles = ceil_div(p.n, t.block_n) * ceil_div(p.m, t.block_m);
-  const int64_t k_chunks = prepacked_shape(p.n, p.k).k_chunks;
+  const int64_t k_chunks = k_units(t, p);
   const int64_t per_unit = 256 * (t.block_n / 128) * (t.block_m / 2);  // floats per partial
   w.stream_k = t.stream_k;
   w.cluster = false;
@@ -300,7 +307,7 @@ Status wgmma_launch(const Tactic& t, const GemmParams& p_in, void* workspace, si
   sm90::WgmmaGemmArgs a{};
   a.m = int(p.m);
   a.n = int(p.n);
-  a.k_chunks = int(s.k_chunks);
+  a.k_chunks = int(k_units(t, p));
   a.n_tiles = int(ceil_div(p.n, t.block_n));
   a.m_tiles = int(ceil_div(p.m, t.block_m));
   a.num_tiles = a.n_tiles * a.m_tiles;

@@ -39,6 +39,11 @@
 //    equal range per CTA (stream_k.cuh), so every SM streams the same number of chunks whatever the
 //    tile count (112 tiles of 256x32 on 8192x28672 leave 20 of 132 SMs idle without it). A tile
 //    split between CTAs is finished like a split-K tile, its partials added in CTA order.
+//  * Two stages per consumer step (kStep = 2; dense 128-row tiles): the schedule's k units are
+//    pairs of 64-K chunks, one pipeline stage each; a consumer step waits for both, decodes both
+//    and issues their 8 wgmmas as one batch, so the per-step costs (barrier waits, wgmma fence /
+//    commit / wait, the stage release) are paid once per 128 K and the two decodes interleave. The
+//    last pair of K may reach one chunk past it: TMA zero-fills that chunk (weights and activations).
 //  * Small token tiles (BM = 16, 24, 32: wgmma N; any multiple of 8 up to 256 is allowed) serve
 //    decode-sized M: the weights still stream
 //    through the TMA pipeline and are decoded once per stage, and the tensor cores do no padded work
@@ -70,7 +75,7 @@ constexpr int kWgGroupN = 8;     // n-tiles per raster group
 
 struct WgmmaGemmArgs {
   int m, n;
-  int k_chunks;
+  int k_chunks;                     // schedule units of K: 64-K chunks, or pairs of them (kStep = 2)
   int n_tiles, m_tiles, num_tiles;  // grouped mode: m_tiles and num_tiles are per group / on device
   const float* alpha;               // grouped mode: [groups]
   const void* bias;
@@ -559,11 +564,13 @@ __device__ __forceinline__ void wg_gather_producer(const CUtensorMap* tma_a, con
 
 // ---- kernel ------------------------------------------------------------------------------------------
 // T: activation / operand type (bf16 or half); D and bias are T as well (W4A16).
-template <typename T, int BN, int BM, int S, bool G = false>
+template <typename T, int BN, int BM, int S, bool G = false, int kStep = 1>
 __global__ void __launch_bounds__(kWgThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_w,
                       const __grid_constant__ CUtensorMap tma_s, const WgmmaGemmArgs args) {
   using Cfg = WgCfg<BN, BM, S>;
+  static_assert(kStep == 1 || (kStep == 2 && !G && Cfg::kSlabs == 1 && S >= 6),
+                "two stages per step: dense 128-row tiles with room for two pairs in flight");
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem_base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const uint32_t a_base = smem_base + Cfg::kAOff;
@@ -636,7 +643,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         // per round of the three warps, two rounds per batch (40 registers).
         const int sw = warp - 1, sub = lane >> 3, part = lane & 7;
         const uint32_t epi = smem_base + Cfg::kEpiOff;
-        constexpr int kSegs = 2 * BM, kStep = 3 * 4;
+        constexpr int kSegs = 2 * BM, kSegStep = 3 * 4;
         epi_bar_arrive(kEpiEmptyBar);
         for (;;) {
           epi_bar_sync(kEpiFullBar);
@@ -646,17 +653,17 @@ __global__ void __launch_bounds__(kWgThreads, 1)
           T* dst = static_cast<T*>(const_cast<void*>(dv->d));
           const int col0 = dv->col0;
 #pragma unroll 1
-          for (int s0 = 0; s0 < kSegs; s0 += 2 * kStep) {
+          for (int s0 = 0; s0 < kSegs; s0 += 2 * kSegStep) {
             uint4 v[2];
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-              const int seg = s0 + j * kStep + sw * 4 + sub;
+              const int seg = s0 + j * kSegStep + sw * 4 + sub;
               if (seg < kSegs && (seg >> 1) < rows)
                 v[j] = lds_u4_volatile(epi + (seg >> 1) * Cfg::kEpiRowBytes + (seg & 1) * 128 + part * 16);
             }
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-              const int seg = s0 + j * kStep + sw * 4 + sub;
+              const int seg = s0 + j * kSegStep + sw * 4 + sub;
               const int n0 = col0 + (seg & 1) * 64 + part * 8;
               if (seg < kSegs && (seg >> 1) < rows && n0 < args.n) stg_u4(dst + int64_t(seg >> 1) * args.ldd + n0, v[j]);
             }
@@ -685,7 +692,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         WgUnit fu;
         while (early < S && first.next(fu)) {
           const WgTile x = wg_tile<G, BM, false>(args, prefix, offsets, fu.tile, group, lane);
-          for (int kb = fu.kb_begin; kb < fu.kb_end && early < S; ++kb, ++early) {
+          for (int kb = fu.kb_begin * kStep; kb < fu.kb_end * kStep && early < S; ++kb, ++early) {
             const uint32_t fb = full_bar + 8 * early;
             mbar_arrive_expect_tx(fb, Cfg::kStageTx);
             tma_load_3d(w_base + early * Cfg::kWBytes, &tma_w, fb, 0, kb, x.nt * (BN / 16));
@@ -700,7 +707,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         const WgTile x = wg_tile<G, BM, false>(args, prefix, offsets, wu.tile, group, lane);
         const int row_tile0 = x.nt * (BN / 16);
         const int tok0 = x.row0 + x.mt * BM;
-        for (int kb = wu.kb_begin; kb < wu.kb_end; ++kb) {
+        // kb: a 64-K chunk (kStep chunks per schedule unit).
+        for (int kb = wu.kb_begin * kStep; kb < wu.kb_end * kStep; ++kb) {
           const uint32_t fb = full_bar + 8 * stage;
           if (early > 0) {  // weights already requested (first use of the slot: phase 0, no wait)
             --early;
@@ -870,6 +878,63 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       }
     };
 
+    // kStep == 2: a step consumes two stages (fa* / fb*: the decoded fragments of its first / second
+    // stage); both waits first, then both stages' loads, then both decodes, so that ptxas can
+    // interleave the two decodes' dependency chains.
+    uint32_t fb0[kSlabs][4][4], fb1[kSlabs][4][4];
+    int held2 = -1;
+    auto load_decode_pair = [&](uint32_t (&fx)[kSlabs][4][4], uint32_t (&fy)[kSlabs][4][4]) {
+      const int st1 = stage + 1 == S ? 0 : stage + 1;
+      const uint32_t ph1 = stage + 1 == S ? phase ^ 1u : phase;
+      mbar_wait(full_bar + 8 * stage, phase);
+      mbar_wait(full_bar + 8 * st1, ph1);
+      const uint4 w0 = lds_u4(w_base + stage * Cfg::kWBytes + w_off[0]);
+      const uint2 s0 = lds_u2(s_base + stage * Cfg::kSBytes + s_off[0]);
+      const uint4 w1 = lds_u4(w_base + st1 * Cfg::kWBytes + w_off[0]);
+      const uint2 s1 = lds_u2(s_base + st1 * Cfg::kSBytes + s_off[0]);
+      decode_chunk<T>(w0, s0, fx[0]);
+      decode_chunk<T>(w1, s1, fy[0]);
+    };
+    auto step_pair = [&](uint32_t (&cx)[kSlabs][4][4], uint32_t (&cy)[kSlabs][4][4], uint32_t (&nx)[kSlabs][4][4],
+                         uint32_t (&ny)[kSlabs][4][4], bool has_next) {
+      fence_acc(acc[0]);
+      cute::warpgroup_arrive();
+      wg_issue_stage<T, BM>(cx, a_base + stage * Cfg::kABytes, acc);
+      const int s0 = stage;
+      if (++stage == S) {
+        stage = 0;
+        phase ^= 1u;
+      }
+      wg_issue_stage<T, BM>(cy, a_base + stage * Cfg::kABytes, acc);
+      const int s1 = stage;
+      if (++stage == S) {
+        stage = 0;
+        phase ^= 1u;
+      }
+      cute::warpgroup_commit_batch();
+      cute::warpgroup_wait<1>();
+      if (held >= 0) {
+        __syncwarp();
+        if (lane == 0) {
+          mbar_arrive(empty_bar + 8 * held);
+          mbar_arrive(empty_bar + 8 * held2);
+        }
+      }
+      held = s0;
+      held2 = s1;
+      if (has_next) load_decode_pair(nx, ny);
+    };
+    auto drain_pair = [&]() {
+      cute::warpgroup_wait<0>();
+      fence_acc(acc[0]);
+      __syncwarp();
+      if (lane == 0) {
+        mbar_arrive(empty_bar + 8 * held);
+        mbar_arrive(empty_bar + 8 * held2);
+      }
+      held = held2 = -1;
+    };
+
     __shared__ int last_unit;  // split-K / stream-K: this CTA finishes the tile
     WgSchedule sched(num_tiles, k_splits, args.k_chunks, stream_k, dp_tiles);
     WgUnit wu;
@@ -884,7 +949,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) acc[sl][i] = 0.0f;
 
-      const int nk = wu.kb_end - wu.kb_begin;  // >= 1: the host keeps k_splits <= k_chunks
+      const int units = wu.kb_end - wu.kb_begin;  // >= 1: the host keeps k_splits <= k_chunks
+      const int nk = units * kStep;                // 64-K stages
       int ne = 0;
       if constexpr (kNarrow) {
         const int valid = x.rows - mt * BM;
@@ -912,6 +978,13 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         if (valid > kFitNarrow) FP4KIT_WG_FIT_LOOP(BM);
         else FP4KIT_WG_FIT_LOOP(kFitNarrow);
 #undef FP4KIT_WG_FIT_LOOP
+      } else if constexpr (kStep == 2) {
+        load_decode_pair(fa0, fb0);
+        for (int kb = 0; kb < nk; kb += 4) {
+          step_pair(fa0, fb0, fa1, fb1, kb + 2 < nk);
+          if (kb + 2 < nk) step_pair(fa1, fb1, fa0, fb0, kb + 4 < nk);
+        }
+        drain_pair();
       } else {
         load_decode(fa0, stage, phase);
         for (int kb = 0; kb < nk; kb += 2) {
@@ -921,7 +994,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         drain();
       }
 
-      const bool partial_tile = stream_k ? nk < args.k_chunks : k_splits > 1 && wu.tile >= dp_tiles;
+      const bool partial_tile = stream_k ? units < args.k_chunks : k_splits > 1 && wu.tile >= dp_tiles;
       // Tokens of the tile (relative to its first) whose outputs this CTA writes: all of them, except
       // in a 2-way cluster split of a tile of 96 tokens or more (kHalfTiles), where each split
       // finishes half of the 8-token groups (below).

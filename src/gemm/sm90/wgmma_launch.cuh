@@ -17,9 +17,10 @@ struct WgmmaKernel {
   bool cluster_reduce = false;  // WgCfg::kClusterReduce: split-K can reduce inside a cluster
 };
 
-template <typename T, int BN, int BM, int S>
+template <typename T, int BN, int BM, int S, int kStep = 1>
 WgmmaKernel wgmma_kernel_instance() {
-  return {&wgmma_gemm_kernel<T, BN, BM, S>, WgCfg<BN, BM, S>::kSmemBytes, WgCfg<BN, BM, S>::kClusterReduce};
+  return {&wgmma_gemm_kernel<T, BN, BM, S, false, kStep>, WgCfg<BN, BM, S>::kSmemBytes,
+          WgCfg<BN, BM, S>::kClusterReduce};
 }
 
 // Every instantiated configuration: X(BN, BM, S). One TU per (type, BN, BM) holds all its S.
@@ -50,22 +51,42 @@ WgmmaKernel wgmma_kernel_instance() {
   X(256, 128, 4)                \
   X(256, 128, 6)
 
+// Two stages per consumer step (kStep = 2, wgmma_kernel.cuh): X(BN, BM, S), in wgmma_{type}_pairs.cu.
+#define FP4KIT_WGMMA_PAIR_CONFIGS(X) \
+  X(128, 24, 8)                      \
+  X(128, 32, 8)                      \
+  X(128, 48, 8)                      \
+  X(128, 64, 8)
+
 #define FP4KIT_WGMMA_DECLARE(T, BN, BM, S) \
   extern template WgmmaKernel wgmma_kernel_instance<T, BN, BM, S>();
+#define FP4KIT_WGMMA_DECLARE_PAIR(T, BN, BM, S) \
+  extern template WgmmaKernel wgmma_kernel_instance<T, BN, BM, S, 2>();
 #define FP4KIT_WGMMA_DECLARE_BF16(BN, BM, S) FP4KIT_WGMMA_DECLARE(__nv_bfloat16, BN, BM, S)
 #define FP4KIT_WGMMA_DECLARE_FP16(BN, BM, S) FP4KIT_WGMMA_DECLARE(__half, BN, BM, S)
 FP4KIT_WGMMA_CONFIGS(FP4KIT_WGMMA_DECLARE_BF16)
 FP4KIT_WGMMA_CONFIGS(FP4KIT_WGMMA_DECLARE_FP16)
 #undef FP4KIT_WGMMA_DECLARE_BF16
 #undef FP4KIT_WGMMA_DECLARE_FP16
+#define FP4KIT_WGMMA_DECLARE_PAIR_BF16(BN, BM, S) FP4KIT_WGMMA_DECLARE_PAIR(__nv_bfloat16, BN, BM, S)
+#define FP4KIT_WGMMA_DECLARE_PAIR_FP16(BN, BM, S) FP4KIT_WGMMA_DECLARE_PAIR(__half, BN, BM, S)
+FP4KIT_WGMMA_PAIR_CONFIGS(FP4KIT_WGMMA_DECLARE_PAIR_BF16)
+FP4KIT_WGMMA_PAIR_CONFIGS(FP4KIT_WGMMA_DECLARE_PAIR_FP16)
+#undef FP4KIT_WGMMA_DECLARE_PAIR_BF16
+#undef FP4KIT_WGMMA_DECLARE_PAIR_FP16
 
-// The kernel for (BN, BM, S), or a null fn when that configuration is not instantiated.
+// The kernel for (BN, BM, S, chunks per consumer step), or a null fn when that configuration is
+// not instantiated.
 template <typename T>
-WgmmaKernel wgmma_kernel_for(int bn, int bm, int s) {
+WgmmaKernel wgmma_kernel_for(int bn, int bm, int s, int step = 1) {
 #define FP4KIT_WGMMA_CASE(BN, BM, S) \
-  if (bn == BN && bm == BM && s == S) return wgmma_kernel_instance<T, BN, BM, S>();
+  if (step == 1 && bn == BN && bm == BM && s == S) return wgmma_kernel_instance<T, BN, BM, S>();
   FP4KIT_WGMMA_CONFIGS(FP4KIT_WGMMA_CASE)
 #undef FP4KIT_WGMMA_CASE
+#define FP4KIT_WGMMA_PAIR_CASE(BN, BM, S) \
+  if (step == 2 && bn == BN && bm == BM && s == S) return wgmma_kernel_instance<T, BN, BM, S, 2>();
+  FP4KIT_WGMMA_PAIR_CONFIGS(FP4KIT_WGMMA_PAIR_CASE)
+#undef FP4KIT_WGMMA_PAIR_CASE
   return {};
 }
 

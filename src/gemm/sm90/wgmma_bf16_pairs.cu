@@ -1,0 +1,13 @@
+// Large-M family instantiations: operand __nv_bfloat16, two stages per consumer step (kStep = 2) on the
+// 128-row small token tiles (wgmma_kernel.cuh; FP4KIT_WGMMA_PAIR_CONFIGS). wgmma N = 24 and 48 come
+// from CuTe's extended GMMA table (gmma_rs_ext.cuh).
+#include "gemm/sm90/wgmma_launch.cuh"
+
+#include "gemm/sm90/gmma_rs_ext.cuh"
+
+namespace fp4kit::gemm_impl::sm90 {
+template WgmmaKernel wgmma_kernel_instance<__nv_bfloat16, 128, 24, 8, 2>();
+template WgmmaKernel wgmma_kernel_instance<__nv_bfloat16, 128, 32, 8, 2>();
+template WgmmaKernel wgmma_kernel_instance<__nv_bfloat16, 128, 48, 8, 2>();
+template WgmmaKernel wgmma_kernel_instance<__nv_bfloat16, 128, 64, 8, 2>();
+}  // namespace fp4kit::gemm_impl::sm90
