@@ -103,6 +103,9 @@ const std::vector<Tactic>& tactic_table() {
     // Two stages (128 K) per consumer step (session 43): the small token tiles' per-step costs
     // (barrier waits, wgmma fence / commit / wait, releases) halved per K, the two decodes interleaved.
     add_wgmma({{128, 24, 8}, {128, 32, 8}, {128, 48, 8}, {128, 64, 8}}, false, false, 2);
+    add_wgmma({{128, 24, 12}, {128, 32, 12}, {128, 48, 12}, {128, 64, 12}}, false, false, 2);
+    add_wgmma({{128, 24, 16}, {128, 32, 16}, {128, 48, 16}, {128, 64, 16}}, false, false, 2);
+    add_wgmma({{256, 24, 12}, {256, 32, 12}, {256, 48, 12}, {256, 64, 10}}, false, false, 2);
     return t;
   }();
   return table;

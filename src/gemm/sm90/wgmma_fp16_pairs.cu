@@ -10,4 +10,12 @@ template WgmmaKernel wgmma_kernel_instance<__half, 128, 24, 8, 2>();
 template WgmmaKernel wgmma_kernel_instance<__half, 128, 32, 8, 2>();
 template WgmmaKernel wgmma_kernel_instance<__half, 128, 48, 8, 2>();
 template WgmmaKernel wgmma_kernel_instance<__half, 128, 64, 8, 2>();
+template WgmmaKernel wgmma_kernel_instance<__half, 128, 24, 12, 2>();
+template WgmmaKernel wgmma_kernel_instance<__half, 128, 32, 12, 2>();
+template WgmmaKernel wgmma_kernel_instance<__half, 128, 48, 12, 2>();
+template WgmmaKernel wgmma_kernel_instance<__half, 128, 64, 12, 2>();
+template WgmmaKernel wgmma_kernel_instance<__half, 128, 24, 16, 2>();
+template WgmmaKernel wgmma_kernel_instance<__half, 128, 32, 16, 2>();
+template WgmmaKernel wgmma_kernel_instance<__half, 128, 48, 16, 2>();
+template WgmmaKernel wgmma_kernel_instance<__half, 128, 64, 16, 2>();
 }  // namespace fp4kit::gemm_impl::sm90

@@ -569,8 +569,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_w,
                       const __grid_constant__ CUtensorMap tma_s, const WgmmaGemmArgs args) {
   using Cfg = WgCfg<BN, BM, S>;
-  static_assert(kStep == 1 || (kStep == 2 && !G && Cfg::kSlabs == 1 && S >= 6),
-                "two stages per step: dense 128-row tiles with room for two pairs in flight");
+  static_assert(kStep == 1 || (kStep == 2 && !G && S >= 6),
+                "two stages per step: dense tiles with room for two pairs in flight");
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem_base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const uint32_t a_base = smem_base + Cfg::kAOff;
@@ -888,16 +888,32 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       const uint32_t ph1 = stage + 1 == S ? phase ^ 1u : phase;
       mbar_wait(full_bar + 8 * stage, phase);
       mbar_wait(full_bar + 8 * st1, ph1);
-      const uint4 w0 = lds_u4(w_base + stage * Cfg::kWBytes + w_off[0]);
-      const uint2 s0 = lds_u2(s_base + stage * Cfg::kSBytes + s_off[0]);
-      const uint4 w1 = lds_u4(w_base + st1 * Cfg::kWBytes + w_off[0]);
-      const uint2 s1 = lds_u2(s_base + st1 * Cfg::kSBytes + s_off[0]);
-      decode_chunk<T>(w0, s0, fx[0]);
-      decode_chunk<T>(w1, s1, fy[0]);
+      uint4 w0[kSlabs], w1[kSlabs];
+      uint2 s0[kSlabs], s1[kSlabs];
+#pragma unroll
+      for (int sl = 0; sl < kSlabs; ++sl) {
+        w0[sl] = lds_u4(w_base + stage * Cfg::kWBytes + w_off[sl]);
+        s0[sl] = lds_u2(s_base + stage * Cfg::kSBytes + s_off[sl]);
+        w1[sl] = lds_u4(w_base + st1 * Cfg::kWBytes + w_off[sl]);
+        s1[sl] = lds_u2(s_base + st1 * Cfg::kSBytes + s_off[sl]);
+      }
+#pragma unroll
+      for (int sl = 0; sl < kSlabs; ++sl) {
+        decode_chunk<T>(w0[sl], s0[sl], fx[sl]);
+        decode_chunk<T>(w1[sl], s1[sl], fy[sl]);
+      }
+    };
+    auto release_pair = [&](int sa, int sb) {
+      __syncwarp();
+      if (lane == 0) {
+        mbar_arrive(empty_bar + 8 * sa);
+        mbar_arrive(empty_bar + 8 * sb);
+      }
     };
     auto step_pair = [&](uint32_t (&cx)[kSlabs][4][4], uint32_t (&cy)[kSlabs][4][4], uint32_t (&nx)[kSlabs][4][4],
                          uint32_t (&ny)[kSlabs][4][4], bool has_next) {
-      fence_acc(acc[0]);
+#pragma unroll
+      for (int sl = 0; sl < kSlabs; ++sl) fence_acc(acc[sl]);
       cute::warpgroup_arrive();
       wg_issue_stage<T, BM>(cx, a_base + stage * Cfg::kABytes, acc);
       const int s0 = stage;
@@ -912,27 +928,27 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         phase ^= 1u;
       }
       cute::warpgroup_commit_batch();
-      cute::warpgroup_wait<1>();
-      if (held >= 0) {
-        __syncwarp();
-        if (lane == 0) {
-          mbar_arrive(empty_bar + 8 * held);
-          mbar_arrive(empty_bar + 8 * held2);
-        }
+      if constexpr (kTwoInFlight) {
+        cute::warpgroup_wait<1>();
+        if (held >= 0) release_pair(held, held2);
+        held = s0;
+        held2 = s1;
+        if (has_next) load_decode_pair(nx, ny);
+      } else {  // two slabs: 16 wgmmas per batch, one batch in flight (as `step`)
+        if (has_next) load_decode_pair(nx, ny);
+        cute::warpgroup_wait<0>();
+#pragma unroll
+        for (int sl = 0; sl < kSlabs; ++sl) fence_acc(acc[sl]);
+        release_pair(s0, s1);
       }
-      held = s0;
-      held2 = s1;
-      if (has_next) load_decode_pair(nx, ny);
     };
     auto drain_pair = [&]() {
-      cute::warpgroup_wait<0>();
-      fence_acc(acc[0]);
-      __syncwarp();
-      if (lane == 0) {
-        mbar_arrive(empty_bar + 8 * held);
-        mbar_arrive(empty_bar + 8 * held2);
+      if constexpr (kTwoInFlight) {
+        cute::warpgroup_wait<0>();
+        fence_acc(acc[0]);
+        release_pair(held, held2);
+        held = held2 = -1;
       }
-      held = held2 = -1;
     };
 
     __shared__ int last_unit;  // split-K / stream-K: this CTA finishes the tile

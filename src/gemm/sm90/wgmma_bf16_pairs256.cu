@@ -1,0 +1,13 @@
+// Large-M family instantiations: operand __nv_bfloat16, two stages per consumer step (kStep = 2) on the
+// 256-row small token tiles (wgmma_kernel.cuh; FP4KIT_WGMMA_PAIR_CONFIGS). wgmma N = 24 and 48 come
+// from CuTe's extended GMMA table (gmma_rs_ext.cuh).
+#include "gemm/sm90/wgmma_launch.cuh"
+
+#include "gemm/sm90/gmma_rs_ext.cuh"
+
+namespace fp4kit::gemm_impl::sm90 {
+template WgmmaKernel wgmma_kernel_instance<__nv_bfloat16, 256, 24, 12, 2>();
+template WgmmaKernel wgmma_kernel_instance<__nv_bfloat16, 256, 32, 12, 2>();
+template WgmmaKernel wgmma_kernel_instance<__nv_bfloat16, 256, 48, 12, 2>();
+template WgmmaKernel wgmma_kernel_instance<__nv_bfloat16, 256, 64, 10, 2>();
+}  // namespace fp4kit::gemm_impl::sm90
