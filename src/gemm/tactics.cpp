@@ -102,10 +102,9 @@ const std::vector<Tactic>& tactic_table() {
     add_decode({{3, 2, 2}}, true, true, true);
     // Two stages (128 K) per consumer step (session 43): the small token tiles' per-step costs
     // (barrier waits, wgmma fence / commit / wait, releases) halved per K, the two decodes interleaved.
+    // The consumer holds up to four stages, so rings of 8 (short K ranges) and 12 (wgmma_pair_step_tactic).
     add_wgmma({{128, 24, 8}, {128, 32, 8}, {128, 48, 8}, {128, 64, 8}}, false, false, 2);
     add_wgmma({{128, 24, 12}, {128, 32, 12}, {128, 48, 12}, {128, 64, 12}}, false, false, 2);
-    add_wgmma({{128, 24, 16}, {128, 32, 16}, {128, 48, 16}, {128, 64, 16}}, false, false, 2);
-    add_wgmma({{256, 24, 12}, {256, 32, 12}, {256, 48, 12}, {256, 64, 10}}, false, false, 2);
     return t;
   }();
   return table;
@@ -524,6 +523,11 @@ RuleOverride& decode_m24_r32_rule() {
   return o;
 }
 
+RuleOverride& wgmma_pair_step_rule() {
+  static RuleOverride o("FP4KIT_WGMMA_PAIRS");
+  return o;
+}
+
 RuleOverride& wgmma_four_split_one_pass() {
   static RuleOverride o("FP4KIT_WGMMA_4SPLIT_ONE_PASS");
   return o;
@@ -636,7 +640,8 @@ int fit_token_tile(int id, int64_t m) {
   for (const Fit& f : kFits) {
     if (f.from != t->block_m || per_pass > f.to) continue;
     for (const Tactic& c : tactic_table())
-      if (c.family == Family::kWgmma && !c.stream_k && !c.split_tail && c.block_n == t->block_n && c.block_m == f.to)
+      if (c.family == Family::kWgmma && !c.stream_k && !c.split_tail && c.block_n == t->block_n && c.block_m == f.to &&
+          c.step_chunks == t->step_chunks && (t->step_chunks == 1 || c.stages == t->stages))
         return c.id;
   }
   return id;
@@ -644,8 +649,22 @@ int fit_token_tile(int id, int64_t m) {
 
 static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count, bool rich);
 
+int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich) {
+  const Tactic* t = find_tactic(id);
+  if (rich || wgmma_pair_step_rule().get() == 0 || t == nullptr || t->family != Family::kWgmma || t->stream_k ||
+      t->split_tail || t->step_chunks != 1 || t->block_n != 128 || t->block_m > 64)
+    return id;
+  const int stages = wgmma_chunks_per_unit(p, 128, t->block_m, sms) <= 32 ? 8 : 12;
+  for (const Tactic& c : tactic_table())
+    if (c.family == Family::kWgmma && c.step_chunks == 2 && c.block_n == 128 && c.block_m == t->block_m &&
+        c.stages == stages)
+      return c.id;
+  return id;
+}
+
 int heuristic_tactic(const GemmParams& p, int sm_count, bool rich) {
-  return fit_token_tile(untrimmed_heuristic_tactic(p, sm_count, rich), p.m);
+  return wgmma_pair_step_tactic(fit_token_tile(untrimmed_heuristic_tactic(p, sm_count, rich), p.m), p,
+                                sm_count > 0 ? sm_count : 132, rich);
 }
 
 static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count, bool rich) {

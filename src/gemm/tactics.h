@@ -103,6 +103,13 @@ RuleOverride& decode_m24_rule();
 // (FP4KIT_DECODE_M24_R32).
 RuleOverride& decode_m24_r32_rule();
 
+// The 128-row wgmma tiles of 24..64 tokens take two stages per consumer step (Tactic::step_chunks = 2;
+// session 43), with a ring of 8 stages where a split-K unit's K range is at most 32 chunks and 12
+// beyond; not on HBM-rich devices (unmeasured there). 0 = never, the rule before (FP4KIT_WGMMA_PAIRS).
+RuleOverride& wgmma_pair_step_rule();
+// `id` (a heuristic's or fit_token_tile's choice for p) with that rule applied; `sms` > 0.
+int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich);
+
 // Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).
 int heuristic_tactic(const GemmParams& p, int sm_count, bool rich = false);
 // The same weight rows with the narrowest instantiated wgmma token tile that holds m (24 for a

@@ -20,6 +20,13 @@ int find_tactic_id(const std::string& name) {
   return -1;
 }
 
+// The tile-choice tests below see the tiles the shape rules choose: the two-stage-step mapping that
+// follows them (wgmma_pair_step_tactic) is off inside them and tested on its own.
+struct PairStepRuleOff {
+  int before = wgmma_pair_step_rule().set(0);
+  ~PairStepRuleOff() { wgmma_pair_step_rule().set(before); }
+};
+
 std::string pick(int64_t m, int64_t n, int64_t k) {
   GemmParams p;
   p.m = m, p.n = n, p.k = k;
@@ -39,6 +46,7 @@ TEST(WgmmaSplitK, OneWaveOfUnitsWithLongEnoughRanges) {
 // HBM-rich devices (H200: more DRAM bytes per SM than the H100) change a few small-M choices,
 // each measured on the H200 (session 19, tactic sweep); every other point keeps the H100 rules.
 TEST(GemmHeuristic, HbmRichDeviceRules) {
+  PairStepRuleOff pairs_off;
   EXPECT_TRUE(hbm_rich(4915.0, 132));    // H200: 6144-bit bus at 3.2 GHz, 37 GB/s per SM
   EXPECT_FALSE(hbm_rich(3352.0, 132));   // H100 SXM: 25 GB/s per SM
   EXPECT_FALSE(hbm_rich(2039.0, 114));   // H100 PCIe
@@ -97,6 +105,7 @@ TEST(GemmHeuristic, HbmRichDeviceRules) {
 }
 
 TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
+  PairStepRuleOff pairs_off;
   // M <= 8: data-parallel decode; 32-row blocks while their CTAs cover the SMs.
   EXPECT_EQ(pick(1, 8192, 28672), "decode_dp_m8_r32_u4");  // 16-row blocks: 112 chunks per warp
   EXPECT_EQ(pick(1, 6144, 4096), "decode_dp_m8_r32_u4");   // 16-row blocks: 1.5 waves
@@ -355,6 +364,7 @@ TEST(GemmHeuristic, SplitTailRule) {
 }
 
 TEST(GemmHeuristic, FourSplitOnePassOverride) {
+  PairStepRuleOff pairs_off;
   // FP4KIT_WGMMA_4SPLIT_ONE_PASS=0: the rule before session 39 (at most 2 K splits for 128x128 at
   // 65..128 tokens; down took two passes of the model's 128x48 / 128x64).
   const int before = wgmma_four_split_one_pass().set(0);
@@ -364,6 +374,39 @@ TEST(GemmHeuristic, FourSplitOnePassOverride) {
   wgmma_four_split_one_pass().set(1);
   EXPECT_EQ(pick(96, 4096, 14336), "wgmma_w4a16_128x96_s6");
   wgmma_four_split_one_pass().set(before);
+}
+
+// Session 43: the 128-row tiles of 24..64 tokens take two stages per consumer step, with 8 stages where
+// a split-K unit covers at most 32 chunks of K and 12 beyond (H100 run 2); 256-row tiles, the HBM-rich
+// rules and FP4KIT_WGMMA_PAIRS=0 keep one stage per step.
+TEST(GemmHeuristic, TwoStageStepsOnTheSmallTokenTiles) {
+  EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8_k128");    // o: two passes, 32 chunks per unit
+  EXPECT_EQ(pick(96, 4096, 4096), "wgmma_w4a16_128x48_s8_k128");
+  EXPECT_EQ(pick(48, 6144, 4096), "wgmma_w4a16_128x48_s8_k128");    // qkv: one pass, 2 splits of 32
+  EXPECT_EQ(pick(32, 8192, 8192), "wgmma_w4a16_128x32_s12_k128");   // 2 splits of 64 chunks
+  EXPECT_EQ(pick(48, 8192, 28672), "wgmma_w4a16_128x48_s12_k128");
+  EXPECT_EQ(pick(64, 4096, 14336), "wgmma_w4a16_128x64_s12_k128");  // down: 4 splits of 56
+  EXPECT_EQ(pick(32, 8192, 28672), "wgmma_w4a16_256x32_s8");        // 256-row tiles unchanged
+  EXPECT_EQ(pick(96, 8192, 8192), "wgmma_w4a16_128x96_s6");         // wider token tiles unchanged
+  GemmParams p;
+  p.m = 64, p.n = 4096, p.k = 4096;
+  EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms, true))->name, "wgmma_w4a16_128x32_s8");  // HBM-rich
+  {
+    PairStepRuleOff off;
+    EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");
+    EXPECT_EQ(pick(32, 8192, 8192), "wgmma_w4a16_128x32_s8");
+  }
+  // A tuned two-stage tactic keeps its ring when fit_token_tile narrows it; no other tactic maps.
+  for (const Tactic& t : tactic_table()) {
+    if (t.step_chunks != 2) continue;
+    EXPECT_TRUE(t.family == Family::kWgmma && t.block_n == 128 && t.block_m <= 64 && !t.stream_k && !t.split_tail);
+    EXPECT_NE(t.name.find("_k128"), std::string::npos);
+    if (t.block_m == 32) {
+      const Tactic* f = find_tactic(fit_token_tile(t.id, 20));
+      EXPECT_TRUE(f->block_m == 24 && f->step_chunks == 2 && f->stages == t.stages) << f->name;
+    }
+    EXPECT_EQ(wgmma_pair_step_tactic(t.id, p, kSms, false), t.id);
+  }
 }
 
 // Dense dp warps per row block: halved only while the CTAs stay >= 1.5 per SM.

@@ -569,8 +569,11 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     wgmma_gemm_kernel(const __grid_constant__ CUtensorMap tma_a, const __grid_constant__ CUtensorMap tma_w,
                       const __grid_constant__ CUtensorMap tma_s, const WgmmaGemmArgs args) {
   using Cfg = WgCfg<BN, BM, S>;
-  static_assert(kStep == 1 || (kStep == 2 && !G && S >= 6),
-                "two stages per step: dense tiles with room for two pairs in flight");
+  // Two stages per step only where a warpgroup keeps two batches in flight (one slab): on the 256-row
+  // tiles (16 wgmmas per batch, one in flight) it was 0-11 % slower than their one-stage steps at
+  // every one-pass point (H100, session 43 run 2).
+  static_assert(kStep == 1 || (kStep == 2 && !G && Cfg::kSlabs == 1 && S >= 6),
+                "two stages per step: dense 128-row tiles with room for two pairs in flight");
   extern __shared__ uint8_t smem_raw[];
   const uint32_t smem_base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const uint32_t a_base = smem_base + Cfg::kAOff;
@@ -928,27 +931,17 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         phase ^= 1u;
       }
       cute::warpgroup_commit_batch();
-      if constexpr (kTwoInFlight) {
-        cute::warpgroup_wait<1>();
-        if (held >= 0) release_pair(held, held2);
-        held = s0;
-        held2 = s1;
-        if (has_next) load_decode_pair(nx, ny);
-      } else {  // two slabs: 16 wgmmas per batch, one batch in flight (as `step`)
-        if (has_next) load_decode_pair(nx, ny);
-        cute::warpgroup_wait<0>();
-#pragma unroll
-        for (int sl = 0; sl < kSlabs; ++sl) fence_acc(acc[sl]);
-        release_pair(s0, s1);
-      }
+      cute::warpgroup_wait<1>();  // the previous pair's batch is done
+      if (held >= 0) release_pair(held, held2);
+      held = s0;
+      held2 = s1;
+      if (has_next) load_decode_pair(nx, ny);
     };
     auto drain_pair = [&]() {
-      if constexpr (kTwoInFlight) {
-        cute::warpgroup_wait<0>();
-        fence_acc(acc[0]);
-        release_pair(held, held2);
-        held = held2 = -1;
-      }
+      cute::warpgroup_wait<0>();
+      fence_acc(acc[0]);
+      release_pair(held, held2);
+      held = held2 = -1;
     };
 
     __shared__ int last_unit;  // split-K / stream-K: this CTA finishes the tile

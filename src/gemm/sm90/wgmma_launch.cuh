@@ -60,15 +60,7 @@ WgmmaKernel wgmma_kernel_instance() {
   X(128, 24, 12)                     \
   X(128, 32, 12)                     \
   X(128, 48, 12)                     \
-  X(128, 64, 12)                     \
-  X(128, 24, 16)                     \
-  X(128, 32, 16)                     \
-  X(128, 48, 16)                     \
-  X(128, 64, 16)                     \
-  X(256, 24, 12)                     \
-  X(256, 32, 12)                     \
-  X(256, 48, 12)                     \
-  X(256, 64, 10)
+  X(128, 64, 12)
 
 #define FP4KIT_WGMMA_DECLARE(T, BN, BM, S) \
   extern template WgmmaKernel wgmma_kernel_instance<T, BN, BM, S>();
