@@ -326,6 +326,17 @@ TEST(GemmGpu, TwoWayClusterSplitOneTactic) {
             1);
 }
 
+// Two stages per consumer step (Tactic::step_chunks = 2) with a cluster split-K of 2: K = 4160 is 65
+// chunks, so the last pair reaches one chunk past K (zero-filled by TMA); 65 row tiles of 128. For
+// compute-sanitizer racecheck (--gtest_filter=GemmGpu.TwoStageStepClusterSplit); the ragged
+// all-tactics tests run every _k128 tactic too.
+TEST(GemmGpu, TwoStageStepClusterSplit) {
+  FP4KIT_REQUIRE_SM90A();
+  EXPECT_EQ(run_case({20, 8320, 4160, DType::kBF16, DType::kBF16, true}, std::random_device{}(),
+                     "wgmma_w4a16_128x24_s12_k128"),
+            1);
+}
+
 // Split tail (wgmma_kernel.cuh, Tactic::split_tail): every `_st` tactic at an M whose tiles make one full
 // wave of the grid and a tail of at most half a wave (N = 6344: 50 tiles of 128 rows, 25 of 256), M
 // ragged inside its last token tile, K = 1040 (17 chunks: halves of 8 and 9). The tail's tiles split K
