@@ -654,7 +654,11 @@ int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich) {
   if (rich || wgmma_pair_step_rule().get() == 0 || t == nullptr || t->family != Family::kWgmma || t->stream_k ||
       t->split_tail || t->step_chunks != 1 || t->block_n != 128 || t->block_m > 64)
     return id;
-  const int stages = wgmma_chunks_per_unit(p, 128, t->block_m, sms) <= 32 ? 8 : 12;
+  // Measured from 16 chunks per split-K unit up (o one pass, 4 splits of K = 4096); shorter ranges are
+  // mostly pipeline fill and keep one stage per step.
+  const int64_t chunks = wgmma_chunks_per_unit(p, 128, t->block_m, sms);
+  if (chunks < 16) return id;
+  const int stages = chunks <= 32 ? 8 : 12;
   for (const Tactic& c : tactic_table())
     if (c.family == Family::kWgmma && c.step_chunks == 2 && c.block_n == 128 && c.block_m == t->block_m &&
         c.stages == stages)

@@ -104,8 +104,9 @@ RuleOverride& decode_m24_rule();
 RuleOverride& decode_m24_r32_rule();
 
 // The 128-row wgmma tiles of 24..64 tokens take two stages per consumer step (Tactic::step_chunks = 2;
-// session 43), with a ring of 8 stages where a split-K unit's K range is at most 32 chunks and 12
-// beyond; not on HBM-rich devices (unmeasured there). 0 = never, the rule before (FP4KIT_WGMMA_PAIRS).
+// session 43), with a ring of 8 stages where a split-K unit's K range is 16..32 chunks and 12 beyond
+// (below 16: one stage); not on HBM-rich devices (unmeasured there). 0 = never, the rule before
+// (FP4KIT_WGMMA_PAIRS).
 RuleOverride& wgmma_pair_step_rule();
 // `id` (a heuristic's or fit_token_tile's choice for p) with that rule applied; `sms` > 0.
 int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich);

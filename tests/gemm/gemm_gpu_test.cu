@@ -21,6 +21,7 @@
 #include "fp4kit/layout.h"
 #include "fp4kit/quantize.h"
 #include "fp4kit/reference.h"
+#include "gemm/tactics.h"
 
 using namespace fp4kit;
 
@@ -326,13 +327,18 @@ TEST(GemmGpu, TwoWayClusterSplitOneTactic) {
             1);
 }
 
-// Two stages per consumer step (Tactic::step_chunks = 2) with a cluster split-K of 2: K = 4160 is 65
-// chunks, so the last pair reaches one chunk past K (zero-filled by TMA); 65 row tiles of 128. For
-// compute-sanitizer racecheck (--gtest_filter=GemmGpu.TwoStageStepClusterSplit); the ragged
-// all-tactics tests run every _k128 tactic too.
+// Two stages per consumer step (Tactic::step_chunks = 2) with a split-K of 2 (a 2-CTA cluster where
+// they fit): K = 4160 is 65 chunks, so the last pair reaches one chunk past K (zero-filled by TMA);
+// SMs / 2 row tiles of 128, the last one ragged. For compute-sanitizer racecheck
+// (--gtest_filter=GemmGpu.TwoStageStepClusterSplit); the ragged all-tactics tests run every _k128 tactic too.
 TEST(GemmGpu, TwoStageStepClusterSplit) {
   FP4KIT_REQUIRE_SM90A();
-  EXPECT_EQ(run_case({20, 8320, 4160, DType::kBF16, DType::kBF16, true}, std::random_device{}(),
+  int dev = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&dev));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int64_t tiles = sms / 2, n = tiles * 128 - 48;
+  ASSERT_EQ(gemm_impl::wgmma_k_splits(tiles, 65, sms), 2);
+  EXPECT_EQ(run_case({20, n, 4160, DType::kBF16, DType::kBF16, true}, std::random_device{}(),
                      "wgmma_w4a16_128x24_s12_k128"),
             1);
 }

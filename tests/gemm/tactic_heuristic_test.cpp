@@ -388,6 +388,7 @@ TEST(GemmHeuristic, TwoStageStepsOnTheSmallTokenTiles) {
   EXPECT_EQ(pick(64, 4096, 14336), "wgmma_w4a16_128x64_s12_k128");  // down: 4 splits of 56
   EXPECT_EQ(pick(32, 8192, 28672), "wgmma_w4a16_256x32_s8");        // 256-row tiles unchanged
   EXPECT_EQ(pick(96, 8192, 8192), "wgmma_w4a16_128x96_s6");         // wider token tiles unchanged
+  EXPECT_EQ(pick(48, 2048, 1024), "wgmma_w4a16_128x24_s8");         // 4 chunks per unit: one stage
   GemmParams p;
   p.m = 64, p.n = 4096, p.k = 4096;
   EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms, true))->name, "wgmma_w4a16_128x32_s8");  // HBM-rich
@@ -396,16 +397,27 @@ TEST(GemmHeuristic, TwoStageStepsOnTheSmallTokenTiles) {
     EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");
     EXPECT_EQ(pick(32, 8192, 8192), "wgmma_w4a16_128x32_s8");
   }
-  // A tuned two-stage tactic keeps its ring when fit_token_tile narrows it; no other tactic maps.
+  // A tuned two-stage tactic keeps its step and ring when fit_token_tile narrows it (32 -> 24, 64 -> 48).
+  int pairs = 0;
   for (const Tactic& t : tactic_table()) {
     if (t.step_chunks != 2) continue;
+    ++pairs;
     EXPECT_TRUE(t.family == Family::kWgmma && t.block_n == 128 && t.block_m <= 64 && !t.stream_k && !t.split_tail);
     EXPECT_NE(t.name.find("_k128"), std::string::npos);
-    if (t.block_m == 32) {
-      const Tactic* f = find_tactic(fit_token_tile(t.id, 20));
-      EXPECT_TRUE(f->block_m == 24 && f->step_chunks == 2 && f->stages == t.stages) << f->name;
+    if (t.block_m == 32 || t.block_m == 64) {
+      const Tactic* f = find_tactic(fit_token_tile(t.id, t.block_m * 3 / 4 - 4));
+      EXPECT_TRUE(f->block_m == t.block_m * 3 / 4 && f->step_chunks == 2 && f->stages == t.stages) << f->name;
     }
-    EXPECT_EQ(wgmma_pair_step_tactic(t.id, p, kSms, false), t.id);
+  }
+  EXPECT_EQ(pairs, 8);
+  // Every one-stage 128-row tile of 24..64 tokens maps to its own tile's pair, whatever the ring
+  // (p: o at M = 64, 32 chunks per unit on every such tile).
+  for (const Tactic& t : tactic_table()) {
+    if (t.family != Family::kWgmma || t.step_chunks != 1 || t.stream_k || t.split_tail || t.block_n != 128 ||
+        t.block_m < 24 || t.block_m > 64)
+      continue;
+    const Tactic* q = find_tactic(wgmma_pair_step_tactic(t.id, p, kSms, false));
+    EXPECT_TRUE(q->step_chunks == 2 && q->block_m == t.block_m && q->block_n == 128) << t.name << " -> " << q->name;
   }
 }
 

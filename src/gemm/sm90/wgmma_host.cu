@@ -208,7 +208,10 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
   const int sms = device_info().available ? device_info().sm_count : 132;
   WgSplit w;
   w.tiles = ceil_div(p.n, t.block_n) * ceil_div(p.m, t.block_m);
-  const int64_t k_chunks = k_units(t, p);
+  // The kernel's K units (chunks, or chunk pairs for two-stage steps). The split-K factor is the
+  // one-stage tile's (from chunks), at most one split per unit: the step does not change the
+  // decomposition where K allows it (with units, the >= 4-per-split cap halved the splits of K <= 2048).
+  const int64_t k_chunks = prepacked_shape(p.n, p.k).k_chunks, units = k_units(t, p);
   const int64_t per_unit = 256 * (t.block_n / 128) * (t.block_m / 2);  // floats per partial
   w.stream_k = t.stream_k;
   w.cluster = false;
@@ -227,19 +230,19 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
       const int64_t fit = resident_clusters(k, 2);
       if (fit > 0) w.grid = std::min<int64_t>(w.grid, 2 * fit);
     }
-    w.dp_tiles = k.fn && k.cluster_reduce ? wgmma_split_tail_dp_tiles(w.tiles, k_chunks, w.grid) : -1;
+    w.dp_tiles = k.fn && k.cluster_reduce ? wgmma_split_tail_dp_tiles(w.tiles, units, w.grid) : -1;
     w.cluster = w.dp_tiles > 0;
     return w;
   }
   if (w.stream_k) {
-    // One range per SM, each at least 4 chunks (shorter ones are all pipeline fill).
+    // One range per SM, each at least 4 units (shorter ones are all pipeline fill).
     w.k_splits = 1;
-    w.grid = std::clamp<int64_t>(w.tiles * k_chunks / 4, 1, sms);
+    w.grid = std::clamp<int64_t>(w.tiles * units / 4, 1, sms);
     w.partial_bytes = size_t(w.grid * 2 * per_unit) * 4;
     w.counter_bytes = size_t(w.tiles) * 4;
     return w;
   }
-  w.k_splits = wgmma_k_splits(w.tiles, k_chunks, sms);
+  w.k_splits = std::min(wgmma_k_splits(w.tiles, k_chunks, sms), units);
   w.grid = std::max<int64_t>(1, std::min<int64_t>(w.tiles * w.k_splits, sms));
   const sm90::WgmmaKernel k = kernel_for(t, p);
   // Cluster sizes 2, 4 and 8 only: the sizes compute-sanitizer racecheck has passed on (with the

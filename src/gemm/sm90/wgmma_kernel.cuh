@@ -23,7 +23,8 @@
 //    ([token][2 warpgroups x 64 rows], stmatrix .trans) and each warp store writes 4 whole 128-byte
 //    row segments of D; otherwise masked scalar stores of D[token][row] (docs/GEMM.md "Epilogue").
 //  * Split-K (dense mode, when there are fewer tiles than SMs: small M on narrow layers): work unit
-//    = (tile, split), split s covering k chunks [s*nk/ks, (s+1)*nk/ks). Each unit writes its FP32
+//    = (tile, split), split s covering K units [s*nk/ks, (s+1)*nk/ks) (64-K chunks, or chunk pairs
+//    with kStep = 2: WgmmaGemmArgs::k_chunks). Each unit writes its FP32
 //    accumulators to the workspace; the last of a tile's units to finish (atomic counter) sums all
 //    ks partials in split order 0..ks-1 and runs the epilogue, so the result is bit-identical run
 //    to run whatever order the units finish in. The counter is left at zero for the next launch.
@@ -958,7 +959,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 #pragma unroll
         for (int i = 0; i < kAcc; ++i) acc[sl][i] = 0.0f;
 
-      const int units = wu.kb_end - wu.kb_begin;  // >= 1: the host keeps k_splits <= k_chunks
+      const int units = wu.kb_end - wu.kb_begin;  // >= 1: the host keeps k_splits <= K units
       const int nk = units * kStep;                // 64-K stages
       int ne = 0;
       if constexpr (kNarrow) {
