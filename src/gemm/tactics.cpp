@@ -121,11 +121,11 @@ static int decode_id(int nt, int rows, int u) {
   return 0;
 }
 
-// The data-parallel / split-K wgmma tactic of a tile (one stage per consumer step), or its split-tail
-// variant; -1 if none.
-static int wgmma_id(int block_n, int block_m, int stages, bool split_tail = false) {
+// The data-parallel / split-K wgmma tactic of a tile with `step_chunks` stages per consumer step, or its
+// split-tail variant; -1 if none.
+static int wgmma_id(int block_n, int block_m, int stages, bool split_tail = false, int step_chunks = 1) {
   for (const Tactic& t : tactic_table())
-    if (t.family == Family::kWgmma && !t.stream_k && t.split_tail == split_tail && t.step_chunks == 1 &&
+    if (t.family == Family::kWgmma && !t.stream_k && t.split_tail == split_tail && t.step_chunks == step_chunks &&
         t.block_n == block_n && t.block_m == block_m && t.stages == stages)
       return t.id;
   return -1;
@@ -658,12 +658,8 @@ int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich) {
   // mostly pipeline fill and keep one stage per step.
   const int64_t chunks = wgmma_chunks_per_unit(p, 128, t->block_m, sms);
   if (chunks < 16) return id;
-  const int stages = chunks <= 32 ? 8 : 12;
-  for (const Tactic& c : tactic_table())
-    if (c.family == Family::kWgmma && c.step_chunks == 2 && c.block_n == 128 && c.block_m == t->block_m &&
-        c.stages == stages)
-      return c.id;
-  return id;
+  const int pair = wgmma_id(128, t->block_m, chunks <= 32 ? 8 : 12, false, 2);
+  return pair >= 0 ? pair : id;
 }
 
 int heuristic_tactic(const GemmParams& p, int sm_count, bool rich) {

@@ -882,30 +882,22 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       }
     };
 
-    // kStep == 2: a step consumes two stages (fa* / fb*: the decoded fragments of its first / second
-    // stage); both waits first, then both stages' loads, then both decodes, so that ptxas can
-    // interleave the two decodes' dependency chains.
+    // kStep == 2 (one slab per warpgroup, static_assert above): a step consumes two stages (fa* / fb*: the
+    // decoded fragments of its first / second stage); both waits first, then both stages' loads, then both
+    // decodes, so that ptxas can interleave the two decodes' dependency chains.
     uint32_t fb0[kSlabs][4][4], fb1[kSlabs][4][4];
-    int held2 = -1;
+    int held2 = -1;  // the second stage of `held`'s pair
     auto load_decode_pair = [&](uint32_t (&fx)[kSlabs][4][4], uint32_t (&fy)[kSlabs][4][4]) {
       const int st1 = stage + 1 == S ? 0 : stage + 1;
       const uint32_t ph1 = stage + 1 == S ? phase ^ 1u : phase;
       mbar_wait(full_bar + 8 * stage, phase);
       mbar_wait(full_bar + 8 * st1, ph1);
-      uint4 w0[kSlabs], w1[kSlabs];
-      uint2 s0[kSlabs], s1[kSlabs];
-#pragma unroll
-      for (int sl = 0; sl < kSlabs; ++sl) {
-        w0[sl] = lds_u4(w_base + stage * Cfg::kWBytes + w_off[sl]);
-        s0[sl] = lds_u2(s_base + stage * Cfg::kSBytes + s_off[sl]);
-        w1[sl] = lds_u4(w_base + st1 * Cfg::kWBytes + w_off[sl]);
-        s1[sl] = lds_u2(s_base + st1 * Cfg::kSBytes + s_off[sl]);
-      }
-#pragma unroll
-      for (int sl = 0; sl < kSlabs; ++sl) {
-        decode_chunk<T>(w0[sl], s0[sl], fx[sl]);
-        decode_chunk<T>(w1[sl], s1[sl], fy[sl]);
-      }
+      const uint4 w0 = lds_u4(w_base + stage * Cfg::kWBytes + w_off[0]);
+      const uint2 s0 = lds_u2(s_base + stage * Cfg::kSBytes + s_off[0]);
+      const uint4 w1 = lds_u4(w_base + st1 * Cfg::kWBytes + w_off[0]);
+      const uint2 s1 = lds_u2(s_base + st1 * Cfg::kSBytes + s_off[0]);
+      decode_chunk<T>(w0, s0, fx[0]);
+      decode_chunk<T>(w1, s1, fy[0]);
     };
     auto release_pair = [&](int sa, int sb) {
       __syncwarp();
@@ -914,23 +906,22 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         mbar_arrive(empty_bar + 8 * sb);
       }
     };
+    // Issues the wgmmas of the current stage from `cur` and moves on to the next; returns the stage issued.
+    auto issue_and_advance = [&](uint32_t (&cur)[kSlabs][4][4]) {
+      wg_issue_stage<T, BM>(cur, a_base + stage * Cfg::kABytes, acc);
+      const int issued = stage;
+      if (++stage == S) {
+        stage = 0;
+        phase ^= 1u;
+      }
+      return issued;
+    };
     auto step_pair = [&](uint32_t (&cx)[kSlabs][4][4], uint32_t (&cy)[kSlabs][4][4], uint32_t (&nx)[kSlabs][4][4],
                          uint32_t (&ny)[kSlabs][4][4], bool has_next) {
-#pragma unroll
-      for (int sl = 0; sl < kSlabs; ++sl) fence_acc(acc[sl]);
+      fence_acc(acc[0]);
       cute::warpgroup_arrive();
-      wg_issue_stage<T, BM>(cx, a_base + stage * Cfg::kABytes, acc);
-      const int s0 = stage;
-      if (++stage == S) {
-        stage = 0;
-        phase ^= 1u;
-      }
-      wg_issue_stage<T, BM>(cy, a_base + stage * Cfg::kABytes, acc);
-      const int s1 = stage;
-      if (++stage == S) {
-        stage = 0;
-        phase ^= 1u;
-      }
+      const int s0 = issue_and_advance(cx);
+      const int s1 = issue_and_advance(cy);
       cute::warpgroup_commit_batch();
       cute::warpgroup_wait<1>();  // the previous pair's batch is done
       if (held >= 0) release_pair(held, held2);

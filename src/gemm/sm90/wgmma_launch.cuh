@@ -23,74 +23,60 @@ WgmmaKernel wgmma_kernel_instance() {
           WgCfg<BN, BM, S>::kClusterReduce};
 }
 
-// Every instantiated configuration: X(BN, BM, S). One TU per (type, BN, BM) holds all its S.
+// Every instantiated configuration: X(BN, BM, S, STEP), STEP = 64-K stages per consumer step (2:
+// wgmma_kernel.cuh kStep, the wgmma_{type}_pairs.cu TUs). One TU per (type, BN, BM) holds all its S.
 #define FP4KIT_WGMMA_CONFIGS(X) \
-  X(128, 16, 8)                 \
-  X(128, 32, 8)                 \
-  X(256, 16, 8)                 \
-  X(256, 32, 8)                 \
-  X(128, 64, 6)                 \
-  X(256, 64, 8)                 \
-  X(128, 48, 8)                 \
-  X(256, 48, 8)                 \
-  X(128, 96, 6)                 \
-  X(256, 96, 6)                 \
-  X(128, 24, 8)                 \
-  X(256, 24, 8)                 \
-  X(128, 80, 6)                 \
-  X(256, 80, 6)                 \
-  X(128, 112, 6)                \
-  X(256, 112, 6)                \
-  X(128, 144, 4)                \
-  X(128, 160, 4)                \
-  X(128, 192, 4)                \
-  X(128, 224, 4)                \
-  X(128, 128, 4)                \
-  X(128, 128, 6)                \
-  X(128, 256, 4)                \
-  X(256, 128, 4)                \
-  X(256, 128, 6)
+  X(128, 16, 8, 1)  \
+  X(128, 32, 8, 1)  \
+  X(256, 16, 8, 1)  \
+  X(256, 32, 8, 1)  \
+  X(128, 64, 6, 1)  \
+  X(256, 64, 8, 1)  \
+  X(128, 48, 8, 1)  \
+  X(256, 48, 8, 1)  \
+  X(128, 96, 6, 1)  \
+  X(256, 96, 6, 1)  \
+  X(128, 24, 8, 1)  \
+  X(256, 24, 8, 1)  \
+  X(128, 80, 6, 1)  \
+  X(256, 80, 6, 1)  \
+  X(128, 112, 6, 1) \
+  X(256, 112, 6, 1) \
+  X(128, 144, 4, 1) \
+  X(128, 160, 4, 1) \
+  X(128, 192, 4, 1) \
+  X(128, 224, 4, 1) \
+  X(128, 128, 4, 1) \
+  X(128, 128, 6, 1) \
+  X(128, 256, 4, 1) \
+  X(256, 128, 4, 1) \
+  X(256, 128, 6, 1) \
+  X(128, 24, 8, 2)  \
+  X(128, 32, 8, 2)  \
+  X(128, 48, 8, 2)  \
+  X(128, 64, 8, 2)  \
+  X(128, 24, 12, 2) \
+  X(128, 32, 12, 2) \
+  X(128, 48, 12, 2) \
+  X(128, 64, 12, 2)
 
-// Two stages per consumer step (kStep = 2, wgmma_kernel.cuh): X(BN, BM, S), in wgmma_{type}_pairs.cu.
-#define FP4KIT_WGMMA_PAIR_CONFIGS(X) \
-  X(128, 24, 8)                      \
-  X(128, 32, 8)                      \
-  X(128, 48, 8)                      \
-  X(128, 64, 8)                      \
-  X(128, 24, 12)                     \
-  X(128, 32, 12)                     \
-  X(128, 48, 12)                     \
-  X(128, 64, 12)
-
-#define FP4KIT_WGMMA_DECLARE(T, BN, BM, S) \
-  extern template WgmmaKernel wgmma_kernel_instance<T, BN, BM, S>();
-#define FP4KIT_WGMMA_DECLARE_PAIR(T, BN, BM, S) \
-  extern template WgmmaKernel wgmma_kernel_instance<T, BN, BM, S, 2>();
-#define FP4KIT_WGMMA_DECLARE_BF16(BN, BM, S) FP4KIT_WGMMA_DECLARE(__nv_bfloat16, BN, BM, S)
-#define FP4KIT_WGMMA_DECLARE_FP16(BN, BM, S) FP4KIT_WGMMA_DECLARE(__half, BN, BM, S)
+#define FP4KIT_WGMMA_DECLARE(T, BN, BM, S, STEP) \
+  extern template WgmmaKernel wgmma_kernel_instance<T, BN, BM, S, STEP>();
+#define FP4KIT_WGMMA_DECLARE_BF16(BN, BM, S, STEP) FP4KIT_WGMMA_DECLARE(__nv_bfloat16, BN, BM, S, STEP)
+#define FP4KIT_WGMMA_DECLARE_FP16(BN, BM, S, STEP) FP4KIT_WGMMA_DECLARE(__half, BN, BM, S, STEP)
 FP4KIT_WGMMA_CONFIGS(FP4KIT_WGMMA_DECLARE_BF16)
 FP4KIT_WGMMA_CONFIGS(FP4KIT_WGMMA_DECLARE_FP16)
 #undef FP4KIT_WGMMA_DECLARE_BF16
 #undef FP4KIT_WGMMA_DECLARE_FP16
-#define FP4KIT_WGMMA_DECLARE_PAIR_BF16(BN, BM, S) FP4KIT_WGMMA_DECLARE_PAIR(__nv_bfloat16, BN, BM, S)
-#define FP4KIT_WGMMA_DECLARE_PAIR_FP16(BN, BM, S) FP4KIT_WGMMA_DECLARE_PAIR(__half, BN, BM, S)
-FP4KIT_WGMMA_PAIR_CONFIGS(FP4KIT_WGMMA_DECLARE_PAIR_BF16)
-FP4KIT_WGMMA_PAIR_CONFIGS(FP4KIT_WGMMA_DECLARE_PAIR_FP16)
-#undef FP4KIT_WGMMA_DECLARE_PAIR_BF16
-#undef FP4KIT_WGMMA_DECLARE_PAIR_FP16
 
-// The kernel for (BN, BM, S, chunks per consumer step), or a null fn when that configuration is
-// not instantiated.
+// The kernel for (BN, BM, S, stages per consumer step), or a null fn when that configuration is not
+// instantiated.
 template <typename T>
 WgmmaKernel wgmma_kernel_for(int bn, int bm, int s, int step = 1) {
-#define FP4KIT_WGMMA_CASE(BN, BM, S) \
-  if (step == 1 && bn == BN && bm == BM && s == S) return wgmma_kernel_instance<T, BN, BM, S>();
+#define FP4KIT_WGMMA_CASE(BN, BM, S, STEP) \
+  if (bn == BN && bm == BM && s == S && step == STEP) return wgmma_kernel_instance<T, BN, BM, S, STEP>();
   FP4KIT_WGMMA_CONFIGS(FP4KIT_WGMMA_CASE)
 #undef FP4KIT_WGMMA_CASE
-#define FP4KIT_WGMMA_PAIR_CASE(BN, BM, S) \
-  if (step == 2 && bn == BN && bm == BM && s == S) return wgmma_kernel_instance<T, BN, BM, S, 2>();
-  FP4KIT_WGMMA_PAIR_CONFIGS(FP4KIT_WGMMA_PAIR_CASE)
-#undef FP4KIT_WGMMA_PAIR_CASE
   return {};
 }
 
