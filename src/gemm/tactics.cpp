@@ -528,6 +528,11 @@ RuleOverride& wgmma_pair_step_rule() {
   return o;
 }
 
+RuleOverride& wgmma_split_shrink_rule() {
+  static RuleOverride o("FP4KIT_WGMMA_SPLIT_SHRINK");
+  return o;
+}
+
 RuleOverride& wgmma_four_split_one_pass() {
   static RuleOverride o("FP4KIT_WGMMA_4SPLIT_ONE_PASS");
   return o;
@@ -651,7 +656,8 @@ static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count, bool ri
 
 int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich) {
   const Tactic* t = find_tactic(id);
-  if (rich || wgmma_pair_step_rule().get() == 0 || t == nullptr || t->family != Family::kWgmma || t->stream_k ||
+  const int forced = wgmma_pair_step_rule().get();
+  if (forced == 0 || (rich && forced != 1) || t == nullptr || t->family != Family::kWgmma || t->stream_k ||
       t->split_tail || t->step_chunks != 1 || t->block_n != 128 || t->block_m > 64)
     return id;
   // Measured from 16 chunks per split-K unit up (o one pass, 4 splits of K = 4096); shorter ranges are

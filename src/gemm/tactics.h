@@ -106,8 +106,12 @@ RuleOverride& decode_m24_r32_rule();
 // The 128-row wgmma tiles of 24..64 tokens take two stages per consumer step (Tactic::step_chunks = 2;
 // session 43), with a ring of 8 stages where a split-K unit's K range is 16..32 chunks and 12 beyond
 // (below 16: one stage); not on HBM-rich devices (unmeasured there). 0 = never, the rule before
-// (FP4KIT_WGMMA_PAIRS).
+// (FP4KIT_WGMMA_PAIRS); 1 = also on HBM-rich devices (A/B runs on the H200).
 RuleOverride& wgmma_pair_step_rule();
+// Split-K at short K (<= 32 chunks, K <= 2048): a 4- or 8-way split whose clusters do not all fit is
+// halved while the halved split's clusters fit, instead of reducing through the workspace
+// (wgmma_host.cu wgmma_split; session 44). 0 = never, the rule before (FP4KIT_WGMMA_SPLIT_SHRINK).
+RuleOverride& wgmma_split_shrink_rule();
 // `id` (a heuristic's or fit_token_tile's choice for p) with that rule applied; `sms` > 0.
 int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich);
 

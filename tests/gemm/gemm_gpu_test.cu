@@ -343,6 +343,43 @@ TEST(GemmGpu, TwoStageStepClusterSplit) {
             1);
 }
 
+// Short K (K = 1040, 17 chunks): SMs / 4 row tiles of 128 (the last ragged) at 20 tokens, so the
+// 128x24 tile splits K four ways (at most chunks / 4). Where those 4-CTA clusters do not all fit (H100:
+// 120 resident CTAs for 128), wgmma_split_shrink_rule halves the split into 2-CTA clusters (no workspace
+// partials) instead of reducing through the workspace. Both ways against the reference.
+TEST(GemmGpu, ShortKSplitShrink) {
+  FP4KIT_REQUIRE_SM90A();
+  int dev = 0, sms = 0;
+  CUDA_OK(cudaGetDevice(&dev));
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int64_t tiles = sms / 4, n = tiles * 128 - 40, k = 1040;
+  ASSERT_EQ(gemm_impl::wgmma_k_splits(tiles, 17, sms), 4);
+  GemmParams gp;
+  gp.m = 20, gp.n = n, gp.k = k;
+  gp.a_dtype = DType::kBF16;
+  gp.d_dtype = DType::kBF16;
+  gp.tactic = -1;
+  for (const GemmTacticInfo& t : gemm_tactics())
+    if (t.name == "wgmma_w4a16_128x24_s8") gp.tactic = t.id;
+  ASSERT_GE(gp.tactic, 0);
+  auto& rule = gemm_impl::wgmma_split_shrink_rule();
+  const int saved = rule.set(0);
+  const size_t ws_off = gemm_workspace_bytes(gp);
+  rule.set(1);
+  const size_t ws_on = gemm_workspace_bytes(gp);
+  std::printf("[ShortKSplitShrink] %d SMs, N = %lld: workspace %zu bytes without the rule, %zu with it%s\n", sms,
+              (long long)n, ws_off, ws_on, ws_on < ws_off ? " (halved into 2-CTA clusters)" : " (4-CTA clusters fit)");
+  EXPECT_LE(ws_on, ws_off);
+  uint32_t seed = std::random_device{}();
+  for (int on : {1, 0}) {
+    rule.set(on);
+    SCOPED_TRACE(on ? "shrink on" : "shrink off");
+    EXPECT_EQ(run_case({20, n, k, DType::kBF16, DType::kBF16, true}, seed++, "wgmma_w4a16_128x24_s8"), 2);
+    EXPECT_EQ(run_case({20, n, k + 16, DType::kE2M1x2, DType::kBF16, false}, seed++, "wgmma_w4a16_128x24_s8"), 2);
+  }
+  rule.set(saved);
+}
+
 // Split tail (wgmma_kernel.cuh, Tactic::split_tail): every `_st` tactic at an M whose tiles make one full
 // wave of the grid and a tail of at most half a wave (N = 6344: 50 tiles of 128 rows, 25 of 256), M
 // ragged inside its last token tile, K = 1040 (17 chunks: halves of 8 and 9). The tail's tiles split K
