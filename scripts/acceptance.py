@@ -20,7 +20,7 @@ Lines (docs/PERF.md records each verdict with its run):
   #7 a  T <= 16, active weights > 64 MB: >= 0.70 of copy BW;  #7 b Qwen3.6-35B-A3B T = 1 <= 15 us (graph)
   #7 c  T >= 4096: >= 0.80 of dense cuBLASLt BF16 TFLOP/s
 A missed #5 a / #5 c / #7 a point shows the time cut it needs to reach its line ("-2.2%"); #5 c lists
-its 4 furthest and 4 closest misses.
+its 4 furthest and 4 closest misses, then every point as a grid (shape and mode by M).
 Exit code 0 always (it reports; the benchmarks' own exit codes carry the checks).
 """
 import csv
@@ -190,6 +190,14 @@ def gemm_report(files, marlin):
             out.append(f"  {shape:<18} {mode:<13} {m:>5} {fmt(te):>8} us  roof {fmt(roof)} / {fmt(roof_g)}  {cut:>6}  {verdict(ok)}")
         out.append(f"  #5 c: {n_ok}/{len(lines_c)} points met (the 4 furthest and the 4 closest misses listed, "
                    "with the time cut each needs)")
+        # every point, one line per shape and mode: M:best fraction of the roofline (* = missed)
+        out.append("  #5 c grid (M:max(eager, graph) fraction of the roofline, * = below 0.85):")
+        grid = defaultdict(list)
+        for x in lines_c:
+            grid[(x[0], x[1])].append(x)
+        for (shape, mode), xs in sorted(grid.items()):
+            cells = " ".join(f"{x[2]}:{fmt(best(x))}{'' if x[6] else '*'}" for x in sorted(xs, key=lambda x: x[2]))
+            out.append(f"    {shape:<18} {mode:<13} {cells}")
     return out
 
 
