@@ -494,6 +494,14 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
   return k_chunks / wgmma_k_splits(tiles, k_chunks, sms);
 }
 
+int64_t wgmma_short_k_splits(int64_t ks, int64_t tiles, int64_t k_chunks, int sms,
+                             const std::function<int64_t(int)>& resident) {
+  if (k_chunks > 32) return ks;
+  const auto fits = [&](int64_t c) { return resident(int(c)) * c >= tiles * c; };
+  while (ks > 2 && (ks & (ks - 1)) == 0 && tiles * ks <= sms && !fits(ks) && fits(ks / 2)) ks /= 2;
+  return ks;
+}
+
 int64_t wgmma_split_tail_dp_tiles(int64_t tiles, int64_t k_chunks, int64_t grid) {
   if (grid < 2 || grid % 2 != 0 || k_chunks < 8) return -1;
   const int64_t dp_tiles = tiles / grid * grid, tail = tiles - dp_tiles;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,13 @@ Status launch(const Tactic& t, const GemmParams& p, void* workspace, size_t work
 // about one wave of (tile, split) units on `sms` SMs, each split >= 4 chunks, at most 16; 1 when
 // the tiles already fill the SMs (sm90/wgmma_kernel.cuh).
 int64_t wgmma_k_splits(int64_t tiles, int64_t k_chunks, int sms);
+
+// Short-K split-K factor (wgmma_split_shrink_rule): where K is at most 32 chunks, `ks` (a power of two
+// > 2, one wave of tiles * ks CTAs) is halved while the clusters of ks CTAs do not all fit at once and
+// those of ks / 2 do; `resident(c)` is how many clusters of c CTAs the device holds at once (0: unknown).
+// Otherwise ks unchanged.
+int64_t wgmma_short_k_splits(int64_t ks, int64_t tiles, int64_t k_chunks, int sms,
+                             const std::function<int64_t(int)>& resident);
 
 // Split-tail decomposition (Tactic::split_tail) of `tiles` output tiles of `k_chunks` 64-K chunks on a
 // persistent grid of `grid` CTAs (even: clusters of 2): the number of tiles run whole, in full waves,

@@ -337,6 +337,20 @@ TEST(WgmmaSplitTail, FullWavesThenAtMostHalfAWave) {
   EXPECT_EQ(st, 9);
 }
 
+// Short K: a 4- or 8-way split whose clusters do not all fit is halved while the halved one fits (H100 with one
+// 384-thread CTA per SM: 66 clusters of 2, 30 of 4, 15 of 8 resident).
+TEST(WgmmaShortKSplits, HalvedWhileTheClustersDoNotFit) {
+  const auto h100 = [](int c) -> int64_t { return c == 2 ? 66 : c == 4 ? 30 : c == 8 ? 15 : 0; };
+  EXPECT_EQ(wgmma_short_k_splits(4, 32, 16, 132, h100), 2);  // 4096x1024 M = 24 on 128x24: 128 CTAs > 120
+  EXPECT_EQ(wgmma_short_k_splits(4, 16, 16, 132, h100), 4);  // 64 CTAs in 16 clusters of 4 fit
+  EXPECT_EQ(wgmma_short_k_splits(8, 16, 32, 132, h100), 4);  // 2048x2048 M = 24: 8 -> 4 (16 clusters of 4 fit)
+  EXPECT_EQ(wgmma_short_k_splits(8, 16, 33, 132, h100), 8);  // longer K: unchanged
+  EXPECT_EQ(wgmma_short_k_splits(2, 66, 16, 132, h100), 2);  // 2-way: unchanged
+  EXPECT_EQ(wgmma_short_k_splits(4, 40, 16, 132, h100), 4);  // more CTAs than SMs: not a one-wave split
+  EXPECT_EQ(wgmma_short_k_splits(4, 32, 16, 132, [](int) -> int64_t { return 0; }), 4);  // residency unknown
+  EXPECT_EQ(wgmma_short_k_splits(8, 16, 32, 132, [](int c) -> int64_t { return c == 8 ? 16 : 0; }), 8);  // 8s fit
+}
+
 // Above 256 tokens the wave model takes a tile's split tail where its last wave is at most half full and
 // (1 + tail) waves at kSplitTailWave beat the other tiles' whole waves (H100 session 40 run 1, graph us,
 // W4A16: gate_up M = 288..512 -3..-9 %, qkv M = 768 / 1024 -8 / -6 %); qkv M = 640 keeps 256x128 (its

@@ -249,14 +249,9 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
   // of 4, 120 CTAs, for 128 tile-splits) would reduce through the workspace; halve it while the halved
   // split's clusters fit instead (wgmma_split_shrink_rule, tactics.h). Session 43's review run, through
   // the pair tactics' then-halved splits: 2048x1024 M = 48 8.60 -> 5.10 us, 4096x1024 M = 24 8.54 -> 5.27.
-  if (wgmma_split_shrink_rule().get() != 0 && k.fn && k.cluster_reduce && !cluster_splitk_disabled() &&
-      k_chunks <= 32) {
-    while (w.k_splits > 2 && (w.k_splits & (w.k_splits - 1)) == 0 && w.grid == w.tiles * w.k_splits &&
-           !clusters_fit(k, int(w.k_splits), w.grid) &&
-           clusters_fit(k, int(w.k_splits / 2), w.tiles * (w.k_splits / 2))) {
-      w.k_splits /= 2;
-      w.grid = w.tiles * w.k_splits;
-    }
+  if (wgmma_split_shrink_rule().get() != 0 && k.fn && k.cluster_reduce && !cluster_splitk_disabled()) {
+    w.k_splits = wgmma_short_k_splits(w.k_splits, w.tiles, k_chunks, sms, [&](int c) { return resident_clusters(k, c); });
+    w.grid = std::max<int64_t>(1, std::min<int64_t>(w.tiles * w.k_splits, sms));
   }
   // Cluster sizes 2, 4 and 8 only: the sizes compute-sanitizer racecheck has passed on (with the
   // sizes 3, 5, 6 and 7 of docs/wip/cluster-splitk-shrink.patch racecheck never finished).
