@@ -247,9 +247,10 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
   const sm90::WgmmaKernel k = kernel_for(t, p);
   // Short K (<= 32 chunks): a 4- or 8-way split whose clusters do not all fit (H100: 30 resident clusters
   // of 4, 120 CTAs, for 128 tile-splits) would reduce through the workspace; halve it while the halved
-  // split's clusters fit instead (wgmma_split_shrink_rule, tactics.h). Session 43's review run, through
-  // the pair tactics' then-halved splits: 2048x1024 M = 48 8.60 -> 5.10 us, 4096x1024 M = 24 8.54 -> 5.27.
-  if (wgmma_split_shrink_rule().get() != 0 && k.fn && k.cluster_reduce && !cluster_splitk_disabled()) {
+  // split's clusters fit instead (wgmma_split_shrink_rule, tactics.h: opt-in until measured on this path).
+  // Session 43's review run, through the pair tactics' then-halved splits: 2048x1024 M = 48 8.60 -> 5.10 us,
+  // 4096x1024 M = 24 8.54 -> 5.27.
+  if (wgmma_split_shrink_rule().get() == 1 && k.fn && k.cluster_reduce && !cluster_splitk_disabled()) {
     w.k_splits = wgmma_short_k_splits(w.k_splits, w.tiles, k_chunks, sms, [&](int c) { return resident_clusters(k, c); });
     w.grid = std::max<int64_t>(1, std::min<int64_t>(w.tiles * w.k_splits, sms));
   }
