@@ -497,7 +497,7 @@ static int64_t wgmma_chunks_per_unit(const GemmParams& p, int bn, int bm, int sm
 int64_t wgmma_short_k_splits(int64_t ks, int64_t tiles, int64_t k_chunks, int sms,
                              const std::function<int64_t(int)>& resident) {
   if (k_chunks > 32) return ks;
-  const auto fits = [&](int64_t c) { return resident(int(c)) * c >= tiles * c; };
+  const auto fits = [&](int64_t c) { return resident(int(c)) >= tiles; };  // one cluster of c CTAs per tile
   while (ks > 2 && (ks & (ks - 1)) == 0 && tiles * ks <= sms && !fits(ks) && fits(ks / 2)) ks /= 2;
   return ks;
 }

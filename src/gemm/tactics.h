@@ -116,13 +116,13 @@ RuleOverride& decode_m24_r32_rule();
 // (below 16: one stage); not on HBM-rich devices (unmeasured there). 0 = never, the rule before
 // (FP4KIT_WGMMA_PAIRS); 1 = also on HBM-rich devices (A/B runs on the H200).
 RuleOverride& wgmma_pair_step_rule();
+// `id` (a heuristic's or fit_token_tile's choice for p) with that rule applied; `sms` > 0.
+int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich);
 // Split-K at short K (<= 32 chunks, K <= 2048): a 4- or 8-way split whose clusters do not all fit is
 // halved while the halved split's clusters fit, instead of reducing through the workspace
 // (wgmma_host.cu wgmma_split; session 44). Opt-in until measured on the one-stage tiles:
 // FP4KIT_WGMMA_SPLIT_SHRINK=1 (or set(1)) turns it on; unset or 0, the split as before.
 RuleOverride& wgmma_split_shrink_rule();
-// `id` (a heuristic's or fit_token_tile's choice for p) with that rule applied; `sms` > 0.
-int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich);
 
 // Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).
 int heuristic_tactic(const GemmParams& p, int sm_count, bool rich = false);
