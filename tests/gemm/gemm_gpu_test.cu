@@ -345,8 +345,8 @@ TEST(GemmGpu, TwoStageStepClusterSplit) {
 
 // Short K (K = 1040, 17 chunks): SMs / 4 row tiles of 128 (the last ragged) at 20 tokens, so the
 // 128x24 tile splits K four ways (at most chunks / 4). Where those 4-CTA clusters do not all fit (H100:
-// 120 resident CTAs for 128), wgmma_split_shrink_rule halves the split into 2-CTA clusters (no workspace
-// partials) instead of reducing through the workspace. Both ways against the reference.
+// 30 resident clusters of 4 for 33 tiles), wgmma_split_shrink_rule halves the split into 2-CTA clusters (no
+// workspace partials) instead of reducing through the workspace. Both ways against the reference.
 TEST(GemmGpu, ShortKSplitShrink) {
   FP4KIT_REQUIRE_SM90A();
   int dev = 0, sms = 0;
