@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Written in session 44, not run (no GPU machine came): `bash docs/wip/short-k-split-gpu-run.sh` with carry ["build-carry"]
-# (binaries packed from HEAD as docs/wip/README.md says). 1) test_gemm (GemmGpu.ShortKSplitShrink); 2) the opt-in short-K
+# (pack from a build of HEAD: rm -rf build-carry && mkdir build-carry && tar -C build -cf - tools/fp4kit tests/test_gemm | xz -T2 -6 >
+# build-carry/fp4kit-binaries.tar.xz). 1) test_gemm (GemmGpu.ShortKSplitShrink); 2) the opt-in short-K
 # split halving, FP4KIT_WGMMA_SPLIT_SHRINK=1 vs 0, on short-K layers, M = 17..64, graph replay with PDL, both modes,
 # alternated x2; memcheck of the auto path with it on; 3) every tactic at the close #5 c misses (gate_up / 8192x28672 /
 # 8192x8192 M = 24, 32) and 4) the #5 a / b sweep (M <= 16), on an H100 only; 5) on an H200 only: the pair rule forced on
