@@ -243,7 +243,6 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
     return w;
   }
   w.k_splits = std::min(wgmma_k_splits(w.tiles, k_chunks, sms), units);
-  w.grid = std::max<int64_t>(1, std::min<int64_t>(w.tiles * w.k_splits, sms));
   const sm90::WgmmaKernel k = kernel_for(t, p);
   // Short K (<= 32 chunks): a 4- or 8-way split whose clusters do not all fit (H100: 30 resident clusters
   // of 4, 120 CTAs, for 128 tile-splits) would reduce through the workspace; halve it while the halved
@@ -252,8 +251,8 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
   // 4096x1024 M = 24 8.54 -> 5.27.
   if (wgmma_split_shrink_rule().get() == 1 && k.fn && k.cluster_reduce && !cluster_splitk_disabled()) {
     w.k_splits = wgmma_short_k_splits(w.k_splits, w.tiles, k_chunks, sms, [&](int c) { return resident_clusters(k, c); });
-    w.grid = std::max<int64_t>(1, std::min<int64_t>(w.tiles * w.k_splits, sms));
   }
+  w.grid = std::max<int64_t>(1, std::min<int64_t>(w.tiles * w.k_splits, sms));
   // Cluster sizes 2, 4 and 8 only: the sizes compute-sanitizer racecheck has passed on (with the
   // sizes 3, 5, 6 and 7 of docs/wip/cluster-splitk-shrink.patch racecheck never finished).
   const bool pow2 = (w.k_splits & (w.k_splits - 1)) == 0;
