@@ -120,8 +120,8 @@ RuleOverride& wgmma_pair_step_rule();
 int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich);
 // Split-K at short K (<= 32 chunks, K <= 2048): a 4- or 8-way split whose clusters do not all fit is
 // halved while the halved split's clusters fit, instead of reducing through the workspace
-// (wgmma_host.cu wgmma_split; session 44). Opt-in until measured on the one-stage tiles:
-// FP4KIT_WGMMA_SPLIT_SHRINK=1 (or set(1)) turns it on; unset or 0, the split as before.
+// (wgmma_host.cu wgmma_split; session 44, default since session 45's H100 A/B: 0.59..0.80x where it acts).
+// FP4KIT_WGMMA_SPLIT_SHRINK=0 (or set(0)) restores the split before.
 RuleOverride& wgmma_split_shrink_rule();
 
 // Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).

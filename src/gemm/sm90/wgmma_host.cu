@@ -246,10 +246,10 @@ WgSplit wgmma_split(const Tactic& t, const GemmParams& p) {
   const sm90::WgmmaKernel k = kernel_for(t, p);
   // Short K (<= 32 chunks): a 4- or 8-way split whose clusters do not all fit (H100: 30 resident clusters
   // of 4, 120 CTAs, for 128 tile-splits) would reduce through the workspace; halve it while the halved
-  // split's clusters fit instead (wgmma_split_shrink_rule, tactics.h: opt-in until measured on this path).
-  // Session 43's review run, through the pair tactics' then-halved splits: 2048x1024 M = 48 8.60 -> 5.10 us,
-  // 4096x1024 M = 24 8.54 -> 5.27.
-  if (wgmma_split_shrink_rule().get() == 1 && k.fn && k.cluster_reduce && !cluster_splitk_disabled()) {
+  // split's clusters fit instead (wgmma_split_shrink_rule, tactics.h). H100 session 45, graph replay:
+  // 2048x1024 M = 40..64 8.6 -> 5.1..5.5 us, 2048x2048 M = 17..64 9.4..10.0 -> 6.0..7.4, 4096x1024 M = 17..32
+  // 8.6..8.9 -> 5.2..5.7 (W4A16; W4A4 0.69..0.80x); every other short-K point unchanged.
+  if (wgmma_split_shrink_rule().get() != 0 && k.fn && k.cluster_reduce && !cluster_splitk_disabled()) {
     w.k_splits = wgmma_short_k_splits(w.k_splits, w.tiles, k_chunks, sms, [&](int c) { return resident_clusters(k, c); });
   }
   w.grid = std::max<int64_t>(1, std::min<int64_t>(w.tiles * w.k_splits, sms));
