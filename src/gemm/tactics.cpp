@@ -666,8 +666,19 @@ int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich) {
   const Tactic* t = find_tactic(id);
   const int forced = wgmma_pair_step_rule().get();
   if (forced == 0 || (rich && forced != 1) || t == nullptr || t->family != Family::kWgmma || t->stream_k ||
-      t->split_tail || t->step_chunks != 1 || t->block_n != 128 || t->block_m > 64)
+      t->split_tail || t->step_chunks != 1 || t->block_m > 64)
     return id;
+  // Session 45: a 256-row tile of 24 / 32 tokens (17..32 tokens where the 256-row split-K units stay >= 64
+  // chunks) becomes the 128-row pair tile of a 12-stage ring where the 128-row tiles fit one wave and their
+  // units stay >= 64 chunks too. H100, graph us with PDL, forced, x2 (docs/PERF.md session 45 run 3),
+  // W4A16 / W4A4: 8192x28672 M = 17..24 58.16..58.28 -> 56.23..56.77 / 61.38..61.94 -> 59.11..59.50, M = 25..32
+  // 59.73..60.03 -> 57.45..58.11 / 63.17..63.61 -> 60.13..62.03; 8192x16384 0.897..0.916x.
+  if (t->block_n == 256 && (t->block_m == 24 || t->block_m == 32)) {
+    if ((p.n + 127) / 128 > sms || wgmma_chunks_per_unit(p, 128, t->block_m, sms) < 64) return id;
+    const int pair = wgmma_id(128, t->block_m, 12, false, 2);
+    return pair >= 0 ? pair : id;
+  }
+  if (t->block_n != 128) return id;
   // Measured from 16 chunks per split-K unit up (o one pass, 4 splits of K = 4096); shorter ranges are
   // mostly pipeline fill and keep one stage per step.
   const int64_t chunks = wgmma_chunks_per_unit(p, 128, t->block_m, sms);

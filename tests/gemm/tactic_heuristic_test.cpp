@@ -400,12 +400,21 @@ TEST(GemmHeuristic, TwoStageStepsOnTheSmallTokenTiles) {
   EXPECT_EQ(pick(32, 8192, 8192), "wgmma_w4a16_128x32_s12_k128");   // 2 splits of 64 chunks
   EXPECT_EQ(pick(48, 8192, 28672), "wgmma_w4a16_128x48_s12_k128");
   EXPECT_EQ(pick(64, 4096, 14336), "wgmma_w4a16_128x64_s12_k128");  // down: 4 splits of 56
-  EXPECT_EQ(pick(32, 8192, 28672), "wgmma_w4a16_256x32_s8");        // 256-row tiles unchanged
+  // 256-row tiles of 24 / 32 tokens: 128 rows with pairs where those tiles fit one wave with >= 64-chunk units.
+  EXPECT_EQ(pick(32, 8192, 28672), "wgmma_w4a16_128x32_s12_k128");   // 64 tiles, 2 splits of 224 chunks
+  EXPECT_EQ(pick(25, 8192, 16384), "wgmma_w4a16_128x32_s12_k128");   // 64 tiles, 2 splits of 128
+  EXPECT_EQ(pick(24, 8192, 28672), "wgmma_w4a16_128x24_s12_k128");
+  EXPECT_EQ(pick(32, 28672, 4096), "wgmma_w4a16_256x32_s8");          // gate_up: 224 tiles of 128, two waves
+  EXPECT_EQ(pick(20, 28672, 4096), "wgmma_w4a16_256x24_s8");
+  EXPECT_EQ(pick(48, 28672, 4096), "wgmma_w4a16_256x48_s8");          // 48 / 64 tokens unchanged
   EXPECT_EQ(pick(96, 8192, 8192), "wgmma_w4a16_128x96_s6");         // wider token tiles unchanged
   EXPECT_EQ(pick(48, 2048, 1024), "wgmma_w4a16_128x24_s8");         // 4 chunks per unit: one stage
   GemmParams p;
   p.m = 64, p.n = 4096, p.k = 4096;
   EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms, true))->name, "wgmma_w4a16_128x32_s8");  // HBM-rich
+  GemmParams wide_k;
+  wide_k.m = 32, wide_k.n = 8192, wide_k.k = 28672;
+  EXPECT_EQ(find_tactic(heuristic_tactic(wide_k, kSms, true))->name, "wgmma_w4a16_256x32_s8");
   {
     PairStepRuleOff off;
     EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");
