@@ -8,6 +8,6 @@ tar -xJf build-carry/fp4kit-binaries.tar.xz -C build-carry || exit 3
 H=build-carry/tools/fp4kit; $H info > $R/info.txt 2>&1
 timeout 120 build-carry/tests/test_gemm > $R/test_gemm.log 2>&1; echo "test_gemm rc=$? t=$SECONDS $(grep -E '^\[  (PASSED|FAILED) ' $R/test_gemm.log | tr '\n' ' ')" >> $S; pack
 b() { local name=$1; timeout 100 $H bench gemm --shapes seed.8192x28672,8192x16384 --m 17,20,24,28,32 --mode both --graph --pdl --no-baseline --no-check --target-ms 60 --csv --output $R/$name.csv > $R/$name.log 2>&1; echo "$name rc=$? t=$SECONDS" >> $S; }
-for r in 1 2; do FP4KIT_WGMMA_PAIRS=0 b before_r$r; b rule_r$r; done
+for r in 1 2; do FP4KIT_WGMMA_PAIRS=0 b before_r$r; FP4KIT_WGMMA_PAIRS=1 b rule_r$r; done  # (=1: forced on an H200 too)
 python3 scripts/ab_table.py --col graph_us --base before $R/before_r*.csv $R/rule_r*.csv > $R/ab_rule.txt 2>&1; pack
 cat $S $R/ab_rule.txt
