@@ -582,7 +582,13 @@ RuleOverride& wgmma_four_split_one_pass() {
 // (28672x4096) keep the wgmma tiles.
 // Session 6: 9..16 tokens take the dp decode family whenever its CTAs fill the GPU (A in fragment
 // order, decode_dp_heuristic), whatever K and N.
-static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
+// Whether wgmma_pair_step_tactic maps tiles to their two-stage pair (tactics.h, wgmma_pair_step_rule).
+static bool pair_steps_on(bool rich) {
+  const int forced = wgmma_pair_step_rule().get();
+  return forced != 0 && (!rich || forced == 1);
+}
+
+static int small_m_wgmma_heuristic(const GemmParams& p, int sms, bool rich) {
   if (p.m > 128) return -1;
   if (p.m <= 8) return -1;
   sms = sms > 0 ? sms : 132;
@@ -590,7 +596,15 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
   if (p.m <= 16 && p.k <= 8192 && p.n <= 8192) return -1;
   if (p.m <= 32) {
     const int bm = p.m <= 16 ? 16 : 32;
-    const int bn = wgmma_chunks_per_unit(p, 256, bm, sms) >= 64 ? 256 : 128;
+    int bn = wgmma_chunks_per_unit(p, 256, bm, sms) >= 64 ? 256 : 128;
+    // Session 45: 17..32 tokens take 128 rows where those tiles fit one wave with split-K units of >= 64 chunks
+    // too, when the pair rule then gives them two stages per step on a 12-stage ring. H100, graph us with PDL,
+    // forced, x2 (docs/PERF.md session 45 run 3), W4A16 / W4A4: 8192x28672 M = 17..24 58.16..58.28 ->
+    // 56.23..56.77 / 61.38..61.94 -> 59.11..59.50, M = 25..32 59.73..60.03 -> 57.45..58.11 / 63.17..63.61 ->
+    // 60.13..62.03; 8192x16384 0.897..0.916x.
+    if (bn == 256 && bm == 32 && pair_steps_on(rich) && (p.n + 127) / 128 <= sms &&
+        wgmma_chunks_per_unit(p, 128, bm, sms) >= 64)
+      bn = 128;
     return wgmma_id(bn, bm, 8);
   }
   if (p.m <= 64) {
@@ -664,21 +678,9 @@ static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count, bool ri
 
 int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich) {
   const Tactic* t = find_tactic(id);
-  const int forced = wgmma_pair_step_rule().get();
-  if (forced == 0 || (rich && forced != 1) || t == nullptr || t->family != Family::kWgmma || t->stream_k ||
-      t->split_tail || t->step_chunks != 1 || t->block_m > 64)
+  if (!pair_steps_on(rich) || t == nullptr || t->family != Family::kWgmma || t->stream_k || t->split_tail ||
+      t->step_chunks != 1 || t->block_n != 128 || t->block_m > 64)
     return id;
-  // Session 45: a 256-row tile of 24 / 32 tokens (17..32 tokens where the 256-row split-K units stay >= 64
-  // chunks) becomes the 128-row pair tile of a 12-stage ring where the 128-row tiles fit one wave and their
-  // units stay >= 64 chunks too. H100, graph us with PDL, forced, x2 (docs/PERF.md session 45 run 3),
-  // W4A16 / W4A4: 8192x28672 M = 17..24 58.16..58.28 -> 56.23..56.77 / 61.38..61.94 -> 59.11..59.50, M = 25..32
-  // 59.73..60.03 -> 57.45..58.11 / 63.17..63.61 -> 60.13..62.03; 8192x16384 0.897..0.916x.
-  if (t->block_n == 256 && (t->block_m == 24 || t->block_m == 32)) {
-    if ((p.n + 127) / 128 > sms || wgmma_chunks_per_unit(p, 128, t->block_m, sms) < 64) return id;
-    const int pair = wgmma_id(128, t->block_m, 12, false, 2);
-    return pair >= 0 ? pair : id;
-  }
-  if (t->block_n != 128) return id;
   // Measured from 16 chunks per split-K unit up (o one pass, 4 splits of K = 4096); shorter ranges are
   // mostly pipeline fill and keep one stage per step.
   const int64_t chunks = wgmma_chunks_per_unit(p, 128, t->block_m, sms);
@@ -693,7 +695,7 @@ int heuristic_tactic(const GemmParams& p, int sm_count, bool rich) {
 }
 
 static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count, bool rich) {
-  if (const int id = small_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
+  if (const int id = small_m_wgmma_heuristic(p, sm_count, rich); id >= 0) return id;
   if (const int id = mid_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   // The dp decode family wherever its CTAs fill the GPU: up to 16 tokens, up to 32 on small layers.
   if (const int id = decode_dp_heuristic(p.m, p.n, p.k, sm_count, p.a_dtype == DType::kE2M1x2, rich,

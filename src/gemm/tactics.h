@@ -113,9 +113,9 @@ RuleOverride& decode_m24_r32_rule();
 
 // The 128-row wgmma tiles of 24..64 tokens take two stages per consumer step (Tactic::step_chunks = 2;
 // session 43), with a ring of 8 stages where a split-K unit's K range is 16..32 chunks and 12 beyond
-// (below 16: one stage); and the 256-row tiles of 24 / 32 tokens become the 128-row 12-stage pair tile
-// where the 128-row tiles fit one wave with split-K units of >= 64 chunks (session 45: 8192x28672,
-// 8192x16384). Not on HBM-rich devices (unmeasured there). 0 = never, the rules before
+// (below 16: one stage); with it, the heuristic takes 128 rows instead of 256 at 17..32 tokens where the
+// 128-row tiles fit one wave with split-K units of >= 64 chunks (session 45: 8192x28672, 8192x16384;
+// small_m_wgmma_heuristic). Not on HBM-rich devices (unmeasured there). 0 = never, the rules before
 // (FP4KIT_WGMMA_PAIRS); 1 = also on HBM-rich devices (A/B runs on the H200).
 RuleOverride& wgmma_pair_step_rule();
 // `id` (a heuristic's or fit_token_tile's choice for p) with that rule applied; `sms` > 0.
