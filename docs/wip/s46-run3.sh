@@ -27,7 +27,7 @@ rows=[l.split(',') for l in open(sys.argv[1]) if l.count(',')>=5]
 clk=[float(r[1].split()[0]) for r in rows if 'MHz' in r[1]]; pw=[float(r[3].split()[0]) for r in rows if 'W' in r[3]]
 busy=[(c,p) for c,p in zip(clk,pw) if p>300]
 res=[r for r in csv.DictReader(l for l in open(sys.argv[2]) if not l.startswith('#')) if r['impl'].startswith('fp4kit')]
-g=res[0]['graph_us'] if res else '?'; tac=res[0].get('note','?') if res else '?'
+g=res[0]['graph_us'] if res else '?'; tac=res[0].get('tactic','?') if res else '?'
 print(f"{sys.argv[3]:14} graph_us {g:>7}  samples {len(busy):3}  sm_clock_median {st.median([c for c,_ in busy]) if busy else 0:6.0f} MHz  power_median {st.median([p for _,p in busy]) if busy else 0:5.0f} W  {tac}")
 PY
 }
