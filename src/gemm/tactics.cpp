@@ -249,6 +249,22 @@ bool w4a4_ring_enabled(bool rich) {
   return forced >= 0 ? forced == 1 : !rich;
 }
 
+int64_t decode_stream_k_ctas(int64_t units, int64_t resident, int warps_per_cta, int64_t min_units) {
+  const int64_t per_cta = int64_t(std::max(1, warps_per_cta)) * std::max<int64_t>(1, min_units);
+  return std::max<int64_t>(1, std::min(resident, (units + per_cta - 1) / per_cta));
+}
+
+int64_t decode_stream_k_min_units() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("FP4KIT_DECODE_SK_MIN_UNITS");
+    if (e == nullptr || *e == 0) return kDecodeStreamKMinUnits;
+    char* end = nullptr;
+    const long x = std::strtol(e, &end, 10);
+    return *end == 0 && x >= 1 && x <= 256 ? int64_t(x) : kDecodeStreamKMinUnits;
+  }();
+  return v;
+}
+
 int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w4a4, bool rich, bool bf16_out) {
   // H100, W4A16, M = 1..16 over the bench shapes (docs/PERF.md, session 2): one CTA per 16- or
   // 32-row block, K split over its 8 warps, beats stream-K over warps everywhere there are enough
@@ -597,13 +613,16 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms, bool rich) {
   if (p.m <= 32) {
     const int bm = p.m <= 16 ? 16 : 32;
     int bn = wgmma_chunks_per_unit(p, 256, bm, sms) >= 64 ? 256 : 128;
-    // Session 45: 17..32 tokens take 128 rows where those tiles fit one wave with split-K units of >= 64 chunks
-    // too, when the pair rule then gives them two stages per step on a 12-stage ring. H100, graph us with PDL,
-    // forced, x2 (docs/PERF.md session 45 run 3), W4A16 / W4A4: 8192x28672 M = 17..24 58.16..58.28 ->
-    // 56.23..56.77 / 61.38..61.94 -> 59.11..59.50, M = 25..32 59.73..60.03 -> 57.45..58.11 / 63.17..63.61 ->
-    // 60.13..62.03; 8192x16384 0.897..0.916x.
+    // Session 45: 17..32 tokens take 128 rows where those tiles fit one wave with split-K units of 64..128
+    // chunks, when the pair rule then gives them two stages per step on a 12-stage ring. H100, graph us with
+    // PDL, two alternated repetitions, W4A16 / W4A4 (docs/PERF.md session 46 run 3, the auto path against
+    // FP4KIT_WGMMA_PAIRS=0 at the acceptance's timing: 200 ms samples after 100 ms of warm-up): 8192x16384
+    // (2 splits of 128 chunks) M = 28 / 32 37.83 / 37.93 -> 35.72 / 36.77, 40.59 / 40.66 -> 36.86 / 37.20.
+    // Longer units lost there: 8192x28672 (2 splits of 224) M = 17 / 20 / 24 57.96 / 58.52 / 59.03 -> 56.47 /
+    // 60.13 / 62.06 (W4A16), M = 28 / 32 0.989..1.017, its SM clock ~1770 MHz against ~1930 for the 256-row
+    // tile — though 60 ms samples had it 2-4 % ahead (session 45 run 3, session 46 run 1).
     if (bn == 256 && bm == 32 && pair_steps_on(rich) && (p.n + 127) / 128 <= sms &&
-        wgmma_chunks_per_unit(p, 128, bm, sms) >= 64)
+        wgmma_chunks_per_unit(p, 128, bm, sms) >= 64 && wgmma_chunks_per_unit(p, 128, bm, sms) <= 128)
       bn = 128;
     return wgmma_id(bn, bm, 8);
   }

@@ -114,8 +114,8 @@ RuleOverride& decode_m24_r32_rule();
 // The 128-row wgmma tiles of 24..64 tokens take two stages per consumer step (Tactic::step_chunks = 2;
 // session 43), with a ring of 8 stages where a split-K unit's K range is 16..32 chunks and 12 beyond
 // (below 16: one stage); with it, the heuristic takes 128 rows instead of 256 at 17..32 tokens where the
-// 128-row tiles fit one wave with split-K units of >= 64 chunks (session 45: 8192x28672, 8192x16384;
-// small_m_wgmma_heuristic). Not on HBM-rich devices (unmeasured there). 0 = never, the rules before
+// 128-row tiles fit one wave with split-K units of 64..128 chunks (sessions 45-46: 8192x16384, not
+// 8192x28672; small_m_wgmma_heuristic). Not on HBM-rich devices (unmeasured there). 0 = never, the rules before
 // (FP4KIT_WGMMA_PAIRS); 1 = also on HBM-rich devices (A/B runs on the H200).
 RuleOverride& wgmma_pair_step_rule();
 // `id` (a heuristic's or fit_token_tile's choice for p) with that rule applied; `sms` > 0.
@@ -125,6 +125,16 @@ int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich);
 // (wgmma_host.cu wgmma_split; session 44, default since session 45's H100 A/B: 0.59..0.80x where it acts).
 // FP4KIT_WGMMA_SPLIT_SHRINK=0 (or set(0)) restores the split before.
 RuleOverride& wgmma_split_shrink_rule();
+
+// Decode stream-K (tactics 0-6 and the grouped decode's stream-K): CTAs of `warps_per_cta` warps over `units`
+// (row block, k chunk) units, at most `resident` CTAs, each warp's range at least `min_units` long (fewer
+// CTAs rather than a small layer spread over every resident warp: each row block's fix-up sums one partial
+// per warp that shares it). At least 1.
+int64_t decode_stream_k_ctas(int64_t units, int64_t resident, int warps_per_cta, int64_t min_units);
+// The `min_units` of the launches: kDecodeStreamKMinUnits; FP4KIT_DECODE_SK_MIN_UNITS (1..256) overrides it
+// (A/B runs; read once).
+constexpr int64_t kDecodeStreamKMinUnits = 8;
+int64_t decode_stream_k_min_units();
 
 // Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).
 int heuristic_tactic(const GemmParams& p, int sm_count, bool rich = false);

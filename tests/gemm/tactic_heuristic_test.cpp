@@ -400,10 +400,12 @@ TEST(GemmHeuristic, TwoStageStepsOnTheSmallTokenTiles) {
   EXPECT_EQ(pick(32, 8192, 8192), "wgmma_w4a16_128x32_s12_k128");   // 2 splits of 64 chunks
   EXPECT_EQ(pick(48, 8192, 28672), "wgmma_w4a16_128x48_s12_k128");
   EXPECT_EQ(pick(64, 4096, 14336), "wgmma_w4a16_128x64_s12_k128");  // down: 4 splits of 56
-  // 256-row tiles of 24 / 32 tokens: 128 rows with pairs where those tiles fit one wave with >= 64-chunk units.
-  EXPECT_EQ(pick(32, 8192, 28672), "wgmma_w4a16_128x32_s12_k128");   // 64 tiles, 2 splits of 224 chunks
+  // 256-row tiles of 24 / 32 tokens: 128 rows with pairs where those tiles fit one wave with 64..128-chunk units.
   EXPECT_EQ(pick(25, 8192, 16384), "wgmma_w4a16_128x32_s12_k128");   // 64 tiles, 2 splits of 128
-  EXPECT_EQ(pick(24, 8192, 28672), "wgmma_w4a16_128x24_s12_k128");
+  EXPECT_EQ(pick(24, 16384, 8192), "wgmma_w4a16_128x24_s12_k128");   // 128 tiles, 128 chunks, no split
+  EXPECT_EQ(pick(32, 8192, 28672), "wgmma_w4a16_256x32_s8");          // 64 tiles, 2 splits of 224 chunks
+  EXPECT_EQ(pick(24, 8192, 28672), "wgmma_w4a16_256x24_s8");
+  EXPECT_EQ(pick(32, 16384, 16384), "wgmma_w4a16_256x32_s8");         // 128 tiles, 256 chunks
   EXPECT_EQ(pick(32, 28672, 4096), "wgmma_w4a16_256x32_s8");          // gate_up: 224 tiles of 128, two waves
   EXPECT_EQ(pick(20, 28672, 4096), "wgmma_w4a16_256x24_s8");
   EXPECT_EQ(pick(48, 28672, 4096), "wgmma_w4a16_256x48_s8");          // 48 / 64 tokens unchanged
@@ -692,6 +694,28 @@ TEST(TacticTables, GatheredRowsOnlyOnWgmmaTactics) {
     else
       EXPECT_EQ(s.code(), StatusCode::kNotSupported) << grouped_gemm_tactic(id)->name << ": " << s.to_string();
   }
+}
+
+// Decode stream-K grid: a small layer is not spread over every resident warp (each row block's fix-up
+// sums one partial per warp sharing it); large ones keep one resident wave.
+TEST(DecodeStreamK, GridKeepsEachWarpRangeAtLeastMinUnits) {
+  // 1024x4096, 16-row blocks: 64 row blocks x 64 chunks; 264 resident CTAs of 16 warps.
+  EXPECT_EQ(decode_stream_k_ctas(64 * 64, 264, 16, 1), 256);
+  EXPECT_EQ(decode_stream_k_ctas(64 * 64, 264, 16, 8), 32);   // 512 warps of 8 units
+  EXPECT_EQ(decode_stream_k_ctas(64 * 64 + 1, 264, 16, 8), 33);
+  EXPECT_EQ(decode_stream_k_ctas(int64_t(1) << 20, 264, 16, 8), 264);  // large: one resident wave
+  EXPECT_EQ(decode_stream_k_ctas(3, 264, 16, 8), 1);
+  EXPECT_EQ(decode_stream_k_ctas(0, 264, 16, 8), 1);
+  EXPECT_EQ(decode_stream_k_ctas(100, 264, 0, 0), 100);  // degenerate arguments clamp to 1
+  for (int64_t units : {1, 7, 64, 4096, 100000})
+    for (int64_t min_units : {1, 4, 8, 16}) {
+      const int64_t ctas = decode_stream_k_ctas(units, 264, 16, min_units);
+      const int64_t warps = std::min(ctas * 16, units);  // as the kernel counts them
+      EXPECT_GE(ctas, 1);
+      EXPECT_LE(ctas, 264);
+      if (ctas > 1 && ctas < 264) EXPECT_GE(units / warps, min_units - 1) << units << " " << min_units;
+    }
+  EXPECT_GE(decode_stream_k_min_units(), 1);
 }
 
 }  // namespace

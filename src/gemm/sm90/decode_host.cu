@@ -163,7 +163,7 @@ DecodeGeometry decode_geometry(sm90::DecodeKernelFn fn, int nt, int rows, int un
     return g;
   }
   const int64_t resident = int64_t(sm_count()) * (fn ? ctas_per_sm(fn) : 1);
-  g.ctas = std::max<int64_t>(1, std::min(resident, (g.units + sm90::kDecodeWarps - 1) / sm90::kDecodeWarps));
+  g.ctas = decode_stream_k_ctas(g.units, resident, sm90::kDecodeWarps, decode_stream_k_min_units());
   g.warps = std::min(g.ctas * sm90::kDecodeWarps, g.units);
   g.partial_floats = g.token_groups * g.warps * 2 * 32 * (rows * nt * 4);
   g.counters = g.token_groups * slots * g.row_blocks;

@@ -927,13 +927,14 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
     } else {
       // Partial row block: publish, and let the last of its warps finish it in warp order.
       const int slot = pos == begin ? 0 : 1;
-      float* mine = args.partials + ((int64_t(blockIdx.y) * warps + gw) * 2 + slot) * 32 * kAcc + lane * kAcc;
+      // [kAcc][32 lanes]: a warp's store of one accumulator index is one 128-byte line.
+      float* mine = args.partials + ((int64_t(blockIdx.y) * warps + gw) * 2 + slot) * 32 * kAcc + lane;
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-          for (int i = 0; i < 4; ++i) __stcg(mine + (r * NT + nt) * 4 + i, acc[r][nt][i]);
+          for (int i = 0; i < 4; ++i) __stcg(mine + ((r * NT + nt) * 4 + i) * 32, acc[r][nt][i]);
       __syncwarp();
       const int64_t first_warp = worker_of(total, warps, block_first);
       const int64_t last_warp = worker_of(total, warps, block_first + args.k_chunks - 1);
@@ -944,15 +945,29 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
       if (arrived == int(last_warp - first_warp)) {
         __syncwarp();
         zero_acc(acc);
-        for (int64_t w = first_warp; w <= last_warp; ++w) {
-          const int s = partial_slot(total, warps, w, block_first);
-          const float* p = args.partials + ((int64_t(blockIdx.y) * warps + w) * 2 + s) * 32 * kAcc + lane * kAcc;
+        // kBatch warps' partials are loaded before any is added (a chain of one L2 round trip per warp
+        // cost a small layer split over ~64 warps per row block ~20 us); added in warp order, as before.
+        constexpr int kBatch = kAcc >= 32 ? 1 : kAcc >= 16 ? 2 : 4;
+        for (int64_t w0 = first_warp; w0 <= last_warp; w0 += kBatch) {
+          float part[kBatch][kAcc];
 #pragma unroll
-          for (int r = 0; r < R; ++r)
+          for (int b = 0; b < kBatch; ++b) {
+            if (w0 + b > last_warp) break;
+            const int s = partial_slot(total, warps, w0 + b, block_first);
+            const float* p = args.partials + ((int64_t(blockIdx.y) * warps + w0 + b) * 2 + s) * 32 * kAcc + lane;
 #pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
+            for (int i = 0; i < kAcc; ++i) part[b][i] = __ldcg(p + i * 32);
+          }
 #pragma unroll
-              for (int i = 0; i < 4; ++i) acc[r][nt][i] += __ldcg(p + (r * NT + nt) * 4 + i);
+          for (int b = 0; b < kBatch; ++b) {
+            if (w0 + b > last_warp) break;
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+#pragma unroll
+              for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) acc[r][nt][i] += part[b][(r * NT + nt) * 4 + i];
+          }
         }
         store_block<OutT, NT, R>(args, view, acc, rb, tok0, lane);
         if (lane == 0) *counter = 0;  // ready for the next launch
