@@ -322,7 +322,13 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   const int64_t passes = m > 8 ? (m + 15) / 16 : 1;  // token tiles
   // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
   const int64_t kw = dp_warps_per_row_block(k_chunks);
-  if (rb16 * kw / 8 * passes < slots / 2) return -1;  // too few CTAs: stream-K balances better
+  // Too few CTAs to cover the SMs: stream-K over warps, except at K <= 4096 and M <= 16. There the dp tiles won by 2-4x
+  // even against stream-K with >= 8 units per warp (H100 session 46 run 4, graph us with PDL, W4A16, every
+  // tactic: 1024x4096 M = 1 / 8 / 16 4.17 / 4.25 / 4.43 for the 16-row dp tiles vs 9.50 / 10.66 / 15.54 for
+  // stream-K, 19.2 / 19.2 / 53.1 before its fix-up changes; 4096x2048 4.76 / 4.95 / 4.78 vs 9.40 / 10.66 /
+  // 14.99). Longer K (e.g. 2048x14336) and 17..32 tokens keep their rules: unmeasured against the dp tiles.
+  if (rb16 * kw / 8 * passes < slots / 2 && (m > 16 || k_chunks > 64 || decode_narrow_dp_rule().get() == 0))
+    return -1;
   // 32-row blocks (two row tiles share each activation load) as long as their CTAs still cover
   // every SM once; else 16-row blocks (H100 session 3, M = 1: 6144x4096 13.2 vs 14.6 us and
   // 28672x4096 35.5 vs 39.5 for r32; 4096x4096 9.95 vs 11.1 and 4096x14336 20.1 vs 23.0 for r16;
@@ -534,6 +540,11 @@ int without_split_tail(int id) {
 
 RuleOverride& wgmma_split_tail_rule() {
   static RuleOverride o("FP4KIT_WGMMA_SPLIT_TAIL");
+  return o;
+}
+
+RuleOverride& decode_narrow_dp_rule() {
+  static RuleOverride o("FP4KIT_DECODE_NARROW_DP");
   return o;
 }
 

@@ -198,8 +198,16 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(16, 6144, 4096), "decode_dpfr_m16_r32_u4");
   EXPECT_EQ(pick(16, 4096, 14336), "decode_dpfr_m16_r16_u4");
   EXPECT_EQ(pick(9, 4096, 4096), "decode_dpfr_m16_r16_u4");
-  // ... narrow layers: stream-K decode for K <= 8192, else the wgmma small tiles with split-K.
-  EXPECT_EQ(pick(16, 1024, 4096), "decode_m16_r32_u2");
+  // ... narrow layers: the dp tiles at K <= 4096 (session 46), stream-K decode up to K = 8192, else the
+  // wgmma small tiles with split-K.
+  EXPECT_EQ(pick(16, 1024, 4096), "decode_dpfr_m16_r16_u4");
+  EXPECT_EQ(pick(16, 2048, 8192), "decode_m16_r32_u2");
+  EXPECT_EQ(pick(1, 1024, 4096), "decode_dpr_m8_r16_u4");
+  {
+    const int before = decode_narrow_dp_rule().set(0);
+    EXPECT_EQ(pick(16, 1024, 4096), "decode_m16_r32_u2");
+    decode_narrow_dp_rule().set(before);
+  }
   EXPECT_EQ(pick(16, 1024, 28672), "wgmma_w4a16_128x16_s8");
   // 17..32: small token tiles; 256 rows when the K ranges stay long ...
   EXPECT_EQ(pick(32, 28672, 4096), "wgmma_w4a16_256x32_s8");

@@ -945,29 +945,15 @@ __global__ void __launch_bounds__(kDecodeWarps * 32, NT * R >= 4 ? 1 : 2)
       if (arrived == int(last_warp - first_warp)) {
         __syncwarp();
         zero_acc(acc);
-        // kBatch warps' partials are loaded before any is added (a chain of one L2 round trip per warp
-        // cost a small layer split over ~64 warps per row block ~20 us); added in warp order, as before.
-        constexpr int kBatch = kAcc >= 32 ? 1 : kAcc >= 16 ? 2 : 4;
-        for (int64_t w0 = first_warp; w0 <= last_warp; w0 += kBatch) {
-          float part[kBatch][kAcc];
+        for (int64_t w = first_warp; w <= last_warp; ++w) {
+          const int s = partial_slot(total, warps, w, block_first);
+          const float* p = args.partials + ((int64_t(blockIdx.y) * warps + w) * 2 + s) * 32 * kAcc + lane;
 #pragma unroll
-          for (int b = 0; b < kBatch; ++b) {
-            if (w0 + b > last_warp) break;
-            const int s = partial_slot(total, warps, w0 + b, block_first);
-            const float* p = args.partials + ((int64_t(blockIdx.y) * warps + w0 + b) * 2 + s) * 32 * kAcc + lane;
+          for (int r = 0; r < R; ++r)
 #pragma unroll
-            for (int i = 0; i < kAcc; ++i) part[b][i] = __ldcg(p + i * 32);
-          }
+            for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-          for (int b = 0; b < kBatch; ++b) {
-            if (w0 + b > last_warp) break;
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-#pragma unroll
-              for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                for (int i = 0; i < 4; ++i) acc[r][nt][i] += part[b][(r * NT + nt) * 4 + i];
-          }
+              for (int i = 0; i < 4; ++i) acc[r][nt][i] += __ldcg(p + ((r * NT + nt) * 4 + i) * 32);
         }
         store_block<OutT, NT, R>(args, view, acc, rb, tok0, lane);
         if (lane == 0) *counter = 0;  // ready for the next launch
