@@ -322,12 +322,17 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   const int64_t passes = m > 8 ? (m + 15) / 16 : 1;  // token tiles
   // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
   const int64_t kw = dp_warps_per_row_block(k_chunks);
-  // Too few CTAs to cover the SMs: stream-K over warps, except at K <= 4096 and M <= 16. There the dp tiles won by 2-4x
-  // even against stream-K with >= 8 units per warp (H100 session 46 run 4, graph us with PDL, W4A16, every
-  // tactic: 1024x4096 M = 1 / 8 / 16 4.17 / 4.25 / 4.43 for the 16-row dp tiles vs 9.50 / 10.66 / 15.54 for
-  // stream-K, 19.2 / 19.2 / 53.1 before its fix-up changes; 4096x2048 4.76 / 4.95 / 4.78 vs 9.40 / 10.66 /
-  // 14.99). Longer K (e.g. 2048x14336) and 17..32 tokens keep their rules: unmeasured against the dp tiles.
-  if (rb16 * kw / 8 * passes < slots / 2 && (m > 16 || k_chunks > 64 || decode_narrow_dp_rule().get() == 0))
+  // Too few CTAs to cover the SMs (narrow layers: k / v projections): stream-K over warps, or the wgmma
+  // 16-token tile, only past 16 tokens or K = 14336. Up to there the 16-row dp tiles won every point measured,
+  // though their CTAs leave SMs idle. H100 session 46, graph us with PDL, W4A16 / W4A4: run 5 (auto, x2),
+  // eight layers 512x512..6144x1024 at M = 1 / 4 / 8 / 16, 0.088..0.477x (1024x4096 18.73 / 18.91 / 19.16 /
+  // 53.02 -> 4.12 / 4.20 / 4.24 / 4.69; 2048x2048 13.40 / 13.59 / 14.01 / 37.24 -> 4.04 / 4.54 / 4.21 / 4.62;
+  // 512x512 8.74 -> 3.26 at M = 1); every tactic forced (runs 4-5, W4A16, M = 1 / 8 / 16, the dp tile this rule
+  // takes vs the auto tactic before): 2048x8192 6.92 / 7.03 / 7.71 vs 14.50 / 16.38 / 18.62, 2048x14336 9.65 /
+  // 10.14 / 11.02 vs 19.71 / 21.40 / 15.35 (wgmma 128x16), 1024x14336 8.38 / 8.82 / 9.66 vs 17.81 / 19.89 / 14.10.
+  // (The stream-K decode's fix-up also got cheaper, decode_kernel.cuh / decode_stream_k_ctas, but stays 2-4x
+  // behind.) FP4KIT_DECODE_NARROW_DP=0 restores the rule before.
+  if (rb16 * kw / 8 * passes < slots / 2 && (m > 16 || k_chunks > 224 || decode_narrow_dp_rule().get() == 0))
     return -1;
   // 32-row blocks (two row tiles share each activation load) as long as their CTAs still cover
   // every SM once; else 16-row blocks (H100 session 3, M = 1: 6144x4096 13.2 vs 14.6 us and

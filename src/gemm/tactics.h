@@ -103,9 +103,9 @@ RuleOverride& wgmma_four_split_one_pass();
 // Above 256 tokens the full-wave model also weighs each tile's split-tail tactic (wave_model_tactic);
 // 0 = never, the rule before session 40 (FP4KIT_WGMMA_SPLIT_TAIL).
 RuleOverride& wgmma_split_tail_rule();
-// Up to 16 tokens at K <= 4096 where the 16-row dp CTAs do not cover the SMs (narrow layers: k / v
-// projections, N <= 2048): the dp tiles instead of stream-K over warps (session 46); 0 = stream-K, the rule
-// before (FP4KIT_DECODE_NARROW_DP).
+// Up to 16 tokens at K <= 14336 where the 16-row dp CTAs do not cover the SMs (narrow layers: k / v
+// projections): the dp tiles instead of stream-K over warps or the wgmma 16-token tile (session 46: 2-11x
+// faster on the H100); 0 = the rule before (FP4KIT_DECODE_NARROW_DP).
 RuleOverride& decode_narrow_dp_rule();
 // 17..24 tokens: the 24-token decode tile where its 16-row CTAs of 8 warps fit one wave (session 41);
 // 0 = never, the rule before (FP4KIT_DECODE_M24).

@@ -198,11 +198,13 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(16, 6144, 4096), "decode_dpfr_m16_r32_u4");
   EXPECT_EQ(pick(16, 4096, 14336), "decode_dpfr_m16_r16_u4");
   EXPECT_EQ(pick(9, 4096, 4096), "decode_dpfr_m16_r16_u4");
-  // ... narrow layers: the dp tiles at K <= 4096 (session 46), stream-K decode up to K = 8192, else the
-  // wgmma small tiles with split-K.
+  // ... narrow layers: the dp tiles up to K = 14336 (session 46), beyond the wgmma small tiles with split-K.
   EXPECT_EQ(pick(16, 1024, 4096), "decode_dpfr_m16_r16_u4");
-  EXPECT_EQ(pick(16, 2048, 8192), "decode_m16_r32_u2");
+  EXPECT_EQ(pick(16, 2048, 8192), "decode_dpfr_m16_r16_u4");
+  EXPECT_EQ(pick(16, 2048, 14336), "decode_dpfr_m16_r16_u4");
+  EXPECT_EQ(pick(8, 1024, 14336), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(1, 1024, 4096), "decode_dpr_m8_r16_u4");
+  EXPECT_EQ(pick(1, 512, 512), "decode_dpr_m8_r16_u4");
   {
     const int before = decode_narrow_dp_rule().set(0);
     EXPECT_EQ(pick(16, 1024, 4096), "decode_m16_r32_u2");
