@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Session 46 run 6 (H100): the final binary (tools/fp4kit_new, tests/test_gemm_new in new.tar.xz) against f0f75e4
+# (fp4kit-binaries.tar.xz): test_gemm; narrow layers with K = 8192 / 14336 (the dp rule's extension) and two of run
+# 5's, auto path, both modes, M = 1 / 4 / 8 / 12 / 16, alternated x2, with the CPU check. One tarball.
+set -u; R=$OUT/r6; mkdir -p $R; S=$R/summary.txt
+pack() { (cd $OUT && tar -czf r6.tgz r6); }
+tar -xJf build-carry/fp4kit-binaries.tar.xz -C build-carry && tar -xJf build-carry/new.tar.xz -C build-carry || exit 3
+H=build-carry/tools/fp4kit; N=build-carry/tools/fp4kit_new; $N info > $R/info_new.txt 2>&1
+echo "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" >> $S
+timeout 100 build-carry/tests/test_gemm_new > $R/test_gemm_new.log 2>&1; echo "test_gemm_new rc=$? t=$SECONDS $(grep -E '^\[  (PASSED|FAILED) ' $R/test_gemm_new.log | tr '\n' ' ')" >> $S; pack
+g() { local name=$1 bin=$2; timeout 60 $bin bench gemm --shapes 2048x8192,2048x14336,1024x14336,1024x4096,4096x2048 --m 1,4,8,12,16 --mode both --graph --pdl --no-baseline --target-ms 30 --csv --output $R/$name.csv > $R/$name.log 2>&1; echo "$name rc=$? t=$SECONDS $(grep -c ',ok,' $R/$name.csv) ok" >> $S; }
+for r in 1 2; do g before_r$r $H; g new_r$r $N; done
+python3 scripts/ab_table.py --col graph_us --base before $R/before_r*.csv $R/new_r*.csv > $R/ab_narrow.txt 2>&1; pack
+cat $S $R/ab_narrow.txt; rm -rf $R; true
