@@ -332,7 +332,9 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // 10.14 / 11.02 vs 19.71 / 21.40 / 15.35 (wgmma 128x16), 1024x14336 8.38 / 8.82 / 9.66 vs 17.81 / 19.89 / 14.10.
   // (The stream-K decode's fix-up also got cheaper, decode_kernel.cuh / decode_stream_k_ctas, but stays 2-4x
   // behind.) FP4KIT_DECODE_NARROW_DP=0 restores the rule before.
-  if (rb16 * kw / 8 * passes < slots / 2 && (m > 16 || k_chunks > 224 || decode_narrow_dp_rule().get() == 0))
+  // W4A4 was measured only to K = 4096 (run 5); past that it keeps the rule before until measured.
+  if (rb16 * kw / 8 * passes < slots / 2 &&
+      (m > 16 || k_chunks > (w4a4 ? 64 : 224) || decode_narrow_dp_rule().get() == 0))
     return -1;
   // 32-row blocks (two row tiles share each activation load) as long as their CTAs still cover
   // every SM once; else 16-row blocks (H100 session 3, M = 1: 6144x4096 13.2 vs 14.6 us and

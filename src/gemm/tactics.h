@@ -103,7 +103,7 @@ RuleOverride& wgmma_four_split_one_pass();
 // Above 256 tokens the full-wave model also weighs each tile's split-tail tactic (wave_model_tactic);
 // 0 = never, the rule before session 40 (FP4KIT_WGMMA_SPLIT_TAIL).
 RuleOverride& wgmma_split_tail_rule();
-// Up to 16 tokens at K <= 14336 where the 16-row dp CTAs do not cover the SMs (narrow layers: k / v
+// Up to 16 tokens at K <= 14336 (W4A4: K <= 4096) where the 16-row dp CTAs do not cover the SMs (narrow layers: k / v
 // projections): the dp tiles instead of stream-K over warps or the wgmma 16-token tile (session 46: 2-11x
 // faster on the H100); 0 = the rule before (FP4KIT_DECODE_NARROW_DP).
 RuleOverride& decode_narrow_dp_rule();

@@ -206,6 +206,13 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(1, 1024, 4096), "decode_dpr_m8_r16_u4");
   EXPECT_EQ(pick(1, 512, 512), "decode_dpr_m8_r16_u4");
   {
+    GemmParams w4a4;  // W4A4 past K = 4096: the rule before (unmeasured on the dp tiles there)
+    w4a4.m = 16, w4a4.n = 2048, w4a4.k = 14336, w4a4.a_dtype = DType::kE2M1x2;
+    EXPECT_EQ(find_tactic(heuristic_tactic(w4a4, kSms))->name, "wgmma_w4a16_128x16_s8");
+    w4a4.k = 4096;
+    EXPECT_EQ(find_tactic(heuristic_tactic(w4a4, kSms))->name, "decode_dpfr_m16_r16_u4");
+  }
+  {
     const int before = decode_narrow_dp_rule().set(0);
     EXPECT_EQ(pick(16, 1024, 4096), "decode_m16_r32_u2");
     decode_narrow_dp_rule().set(before);
