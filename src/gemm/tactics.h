@@ -136,7 +136,7 @@ RuleOverride& wgmma_split_shrink_rule();
 // per warp that shares it). At least 1.
 int64_t decode_stream_k_ctas(int64_t units, int64_t resident, int warps_per_cta, int64_t min_units);
 // The `min_units` of the launches: kDecodeStreamKMinUnits; FP4KIT_DECODE_SK_MIN_UNITS (1..256) overrides it
-// (A/B runs; read once).
+// (A/B runs; read once). 8: session 46 run 4 (H100, narrow layers, 1 / 4 / 8 / 16 tried: 4 and 8 led, 8 at M <= 8).
 constexpr int64_t kDecodeStreamKMinUnits = 8;
 int64_t decode_stream_k_min_units();
 
