@@ -16,5 +16,9 @@ for r in 1 2; do g before_r$r $H; g new_r$r $N; done
 python3 scripts/ab_table.py --col graph_us --base before $R/before_r*.csv $R/new_r*.csv > $R/ab_narrow.txt 2>&1; pack
 f() { local name=$1 m=$2 tac=$3; timeout 40 $N bench gemm --shapes 2048x8192,2048x14336,1024x14336 --m $m --mode w4a4 --tactic $tac --graph --pdl --no-baseline --target-ms 30 --csv --output $R/$name.csv > $R/$name.log 2>&1; echo "$name rc=$? t=$SECONDS" >> $S; }
 f w4a4_m1_t49 1 49; f w4a4_m8_t51 8 51; f w4a4_m16_t20 16 20; f w4a4_m16_t53 16 53; pack
+# 4) leads: at M = 12 / 16 two passes of the 8-token dp tile 51 against the rule's 53 (run 5b: 5-12 % ahead, forced);
+#    17..32 tokens on narrow layers, every tactic (dp passes vs the wgmma 24 / 32-token tiles the heuristic keeps).
+timeout 60 $N bench gemm --shapes 1024x4096,2048x2048,4096x1024,2048x14336 --m 12,16 --mode both --tactic 51 --graph --pdl --no-baseline --no-check --target-ms 30 --csv --output $R/t51_m16.csv > $R/t51_m16.log 2>&1; echo "t51 rc=$? t=$SECONDS" >> $S
+timeout 150 $N bench gemm --shapes 1024x4096,2048x2048,4096x1024 --m 20,24,32 --mode w4a16 --tactic all --graph --pdl --no-baseline --no-check --target-ms 20 --csv --output $R/sweep_m24.csv > $R/sweep_m24.log 2>&1; echo "sweep rc=$? t=$SECONDS" >> $S; pack
 cat $S $R/ab_narrow.txt; grep -h fp4kit $R/w4a4_*.csv | cut -d, -f1,4,5,7,14,15; grep w4a4 $R/new_r1.csv | cut -d, -f1,4,5,7,15
 rm -rf $R; true
