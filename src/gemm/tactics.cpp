@@ -639,9 +639,10 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms, bool rich) {
     // Longer units lost there: 8192x28672 (2 splits of 224) M = 17 / 20 / 24 57.96 / 58.52 / 59.03 -> 56.47 /
     // 60.13 / 62.06 (W4A16), M = 28 / 32 0.989..1.017, its SM clock ~1770 MHz against ~1930 for the 256-row
     // tile — though 60 ms samples had it 2-4 % ahead (session 45 run 3, session 46 run 1).
-    if (bn == 256 && bm == 32 && pair_steps_on(rich) && (p.n + 127) / 128 <= sms &&
-        wgmma_chunks_per_unit(p, 128, bm, sms) >= 64 && wgmma_chunks_per_unit(p, 128, bm, sms) <= 128)
-      bn = 128;
+    if (bn == 256 && bm == 32 && pair_steps_on(rich) && (p.n + 127) / 128 <= sms) {
+      const int64_t unit = wgmma_chunks_per_unit(p, 128, bm, sms);
+      if (unit >= 64 && unit <= 128) bn = 128;
+    }
     return wgmma_id(bn, bm, 8);
   }
   if (p.m <= 64) {
