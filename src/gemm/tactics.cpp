@@ -332,10 +332,21 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // 10.14 / 11.02 vs 19.71 / 21.40 / 15.35 (wgmma 128x16), 1024x14336 8.38 / 8.82 / 9.66 vs 17.81 / 19.89 / 14.10.
   // (The stream-K decode's fix-up also got cheaper, decode_kernel.cuh / decode_stream_k_ctas, but stays 2-4x
   // behind.) FP4KIT_DECODE_NARROW_DP=0 restores the rule before.
-  // W4A4 was measured only to K = 4096 (run 5); past that it keeps the rule before until measured.
-  if (rb16 * kw / 8 * passes < slots / 2 &&
-      (m > 16 || k_chunks > (w4a4 ? 64 : 224) || decode_narrow_dp_rule().get() == 0))
-    return -1;
+  // W4A4 likewise to K = 14336 (H200 session 47 run 1, forced vs auto, graph us with PDL, M = 1 / 8 / 16:
+  // 2048x8192 6.88 / 8.43 / 10.01 vs 16.27 / 18.69 / 21.90, 2048x14336 9.65 / 11.69 / 13.85 vs 20.84 /
+  // 23.68 / 18.00 (wgmma 128x16), 1024x14336 8.78 / 10.13 / 12.43 vs 19.96 / 22.37 / 16.79).
+  const bool narrow = rb16 * kw / 8 * passes < slots / 2;
+  if (narrow && (k_chunks > 224 || decode_narrow_dp_rule().get() == 0)) return -1;
+  // 9..32 tokens on narrow layers: the rolling 8-token 16-row tile in M / 8 passes, whose CTAs (one per
+  // pass) fill more of the SMs than the 16-token tile's, or the wgmma tiles' at 17..32. Its passes re-read
+  // the weights, mostly from L2. H200 session 47 run 1, graph us with PDL, W4A16: forced against the auto
+  // tactic, M = 12 / 16: 1024x4096 4.33 / 4.36 vs 4.69 / 4.67 (W4A4 6.26 / 6.23 vs 6.26 / 6.24),
+  // 2048x14336 10.25 / 10.52 vs 10.54 / 10.70 (W4A4 12.64 / 12.66 vs 13.85 for the 16-token tile at 16);
+  // every tactic, M = 20 / 24 / 32: 1024x4096 3.93 / 3.92 / 4.13 vs 11.66 / 11.78 / 12.08 (wgmma 128x24 /
+  // 128x32), 2048x2048 4.00 / 3.97 / 4.15 vs 5.73 / 5.74 / 6.06, 4096x1024 4.68 / 4.69 / 4.73 vs 4.87 /
+  // 4.88 / 5.07. FP4KIT_DECODE_NARROW_M8=0 restores the 16-token tile at 9..16 and wgmma at 17..32.
+  if (narrow && m > 8 && decode_narrow_m8_rule().get() != 0) return decode_dpf_id(1, 1, 4, true);
+  if (narrow && m > 16) return -1;
   // 32-row blocks (two row tiles share each activation load) as long as their CTAs still cover
   // every SM once; else 16-row blocks (H100 session 3, M = 1: 6144x4096 13.2 vs 14.6 us and
   // 28672x4096 35.5 vs 39.5 for r32; 4096x4096 9.95 vs 11.1 and 4096x14336 20.1 vs 23.0 for r16;
@@ -555,6 +566,11 @@ RuleOverride& decode_narrow_dp_rule() {
   return o;
 }
 
+RuleOverride& decode_narrow_m8_rule() {
+  static RuleOverride o("FP4KIT_DECODE_NARROW_M8");
+  return o;
+}
+
 RuleOverride& decode_m24_rule() {
   static RuleOverride o("FP4KIT_DECODE_M24");
   return o;
@@ -616,13 +632,14 @@ RuleOverride& wgmma_four_split_one_pass() {
 // (28672x4096) keep the wgmma tiles.
 // Session 6: 9..16 tokens take the dp decode family whenever its CTAs fill the GPU (A in fragment
 // order, decode_dp_heuristic), whatever K and N.
-// Whether wgmma_pair_step_tactic maps tiles to their two-stage pair (tactics.h, wgmma_pair_step_rule).
-static bool pair_steps_on(bool rich) {
-  const int forced = wgmma_pair_step_rule().get();
-  return forced != 0 && (!rich || forced == 1);
-}
+// Whether wgmma_pair_step_tactic maps tiles to their two-stage pair (tactics.h, wgmma_pair_step_rule). On the
+// H200 too since session 47 (run 1, the rule vs FP4KIT_WGMMA_PAIRS=0, every shape + 8192x16384, M = 20..128,
+// both modes, graph us with PDL at the acceptance's timing, x2: the 44 points it changes 0.962..1.013, e.g.
+// 8192x8192 M = 28 / 32 W4A4 22.31 / 22.38 -> 21.48 / 21.52, llama8b.o M = 64 W4A16 12.02 -> 11.63; worst
+// llama8b.down M = 64 24.87 -> 25.18).
+static bool pair_steps_on() { return wgmma_pair_step_rule().get() != 0; }
 
-static int small_m_wgmma_heuristic(const GemmParams& p, int sms, bool rich) {
+static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
   if (p.m > 128) return -1;
   if (p.m <= 8) return -1;
   sms = sms > 0 ? sms : 132;
@@ -639,7 +656,7 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms, bool rich) {
     // Longer units lost there: 8192x28672 (2 splits of 224) M = 17 / 20 / 24 57.96 / 58.52 / 59.03 -> 56.47 /
     // 60.13 / 62.06 (W4A16), M = 28 / 32 0.989..1.017, its SM clock ~1770 MHz against ~1930 for the 256-row
     // tile — though 60 ms samples had it 2-4 % ahead (session 45 run 3, session 46 run 1).
-    if (bn == 256 && bm == 32 && pair_steps_on(rich) && (p.n + 127) / 128 <= sms) {
+    if (bn == 256 && bm == 32 && pair_steps_on() && (p.n + 127) / 128 <= sms) {
       const int64_t unit = wgmma_chunks_per_unit(p, 128, bm, sms);
       if (unit >= 64 && unit <= 128) bn = 128;
     }
@@ -714,9 +731,9 @@ int fit_token_tile(int id, int64_t m) {
 
 static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count, bool rich);
 
-int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich) {
+int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms) {
   const Tactic* t = find_tactic(id);
-  if (!pair_steps_on(rich) || t == nullptr || t->family != Family::kWgmma || t->stream_k || t->split_tail ||
+  if (!pair_steps_on() || t == nullptr || t->family != Family::kWgmma || t->stream_k || t->split_tail ||
       t->step_chunks != 1 || t->block_n != 128 || t->block_m > 64)
     return id;
   // Measured from 16 chunks per split-K unit up (o one pass, 4 splits of K = 4096); shorter ranges are
@@ -729,11 +746,11 @@ int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich) {
 
 int heuristic_tactic(const GemmParams& p, int sm_count, bool rich) {
   return wgmma_pair_step_tactic(fit_token_tile(untrimmed_heuristic_tactic(p, sm_count, rich), p.m), p,
-                                sm_count > 0 ? sm_count : 132, rich);
+                                sm_count > 0 ? sm_count : 132);
 }
 
 static int untrimmed_heuristic_tactic(const GemmParams& p, int sm_count, bool rich) {
-  if (const int id = small_m_wgmma_heuristic(p, sm_count, rich); id >= 0) return id;
+  if (const int id = small_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   if (const int id = mid_m_wgmma_heuristic(p, sm_count); id >= 0) return id;
   // The dp decode family wherever its CTAs fill the GPU: up to 16 tokens, up to 32 on small layers.
   if (const int id = decode_dp_heuristic(p.m, p.n, p.k, sm_count, p.a_dtype == DType::kE2M1x2, rich,

@@ -103,10 +103,14 @@ RuleOverride& wgmma_four_split_one_pass();
 // Above 256 tokens the full-wave model also weighs each tile's split-tail tactic (wave_model_tactic);
 // 0 = never, the rule before session 40 (FP4KIT_WGMMA_SPLIT_TAIL).
 RuleOverride& wgmma_split_tail_rule();
-// Up to 16 tokens at K <= 14336 (W4A4: K <= 4096) where the 16-row dp CTAs do not cover the SMs (narrow layers: k / v
+// Up to 16 tokens at K <= 14336 where the 16-row dp CTAs do not cover the SMs (narrow layers: k / v
 // projections): the dp tiles instead of stream-K over warps or the wgmma 16-token tile (session 46: 2-11x
-// faster on the H100); 0 = the rule before (FP4KIT_DECODE_NARROW_DP).
+// faster on the H100; W4A4 past K = 4096 since session 47); 0 = the rule before (FP4KIT_DECODE_NARROW_DP).
 RuleOverride& decode_narrow_dp_rule();
+// With that rule, 9..32 tokens on narrow layers (17..32 only where N·K <= 16 Mi) take the rolling 8-token
+// 16-row tile in M / 8 passes (session 47); 0 = the 16-token tile at 9..16 and wgmma at 17..32
+// (FP4KIT_DECODE_NARROW_M8).
+RuleOverride& decode_narrow_m8_rule();
 // 17..24 tokens: the 24-token decode tile where its 16-row CTAs of 8 warps fit one wave (session 41);
 // 0 = never, the rule before (FP4KIT_DECODE_M24).
 RuleOverride& decode_m24_rule();
@@ -119,11 +123,11 @@ RuleOverride& decode_m24_r32_rule();
 // session 43), with a ring of 8 stages where a split-K unit's K range is 16..32 chunks and 12 beyond
 // (below 16: one stage); with it, the heuristic takes 128 rows instead of 256 at 17..32 tokens where the
 // 128-row tiles fit one wave with split-K units of 64..128 chunks (sessions 45-46: 8192x16384, not
-// 8192x28672; small_m_wgmma_heuristic). Not on HBM-rich devices (unmeasured there). 0 = never, the rules before
-// (FP4KIT_WGMMA_PAIRS); 1 = also on HBM-rich devices (A/B runs on the H200).
+// 8192x28672; small_m_wgmma_heuristic). On HBM-rich devices too since session 47 (H200 A/B: 0.962..1.013).
+// 0 = never, the rules before (FP4KIT_WGMMA_PAIRS).
 RuleOverride& wgmma_pair_step_rule();
 // `id` (a heuristic's or fit_token_tile's choice for p) with that rule applied; `sms` > 0.
-int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms, bool rich);
+int wgmma_pair_step_tactic(int id, const GemmParams& p, int sms);
 // Split-K at short K (<= 32 chunks, K <= 2048): a 4- or 8-way split whose clusters do not all fit is
 // halved while the halved split's clusters fit, instead of reducing through the workspace
 // (wgmma_host.cu wgmma_split; session 44, default since session 45's H100 A/B: 0.59..0.80x where it acts).

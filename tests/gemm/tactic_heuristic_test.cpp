@@ -198,24 +198,31 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(16, 6144, 4096), "decode_dpfr_m16_r32_u4");
   EXPECT_EQ(pick(16, 4096, 14336), "decode_dpfr_m16_r16_u4");
   EXPECT_EQ(pick(9, 4096, 4096), "decode_dpfr_m16_r16_u4");
-  // ... narrow layers: the dp tiles up to K = 14336 (session 46), beyond the wgmma small tiles with split-K.
-  EXPECT_EQ(pick(16, 1024, 4096), "decode_dpfr_m16_r16_u4");
-  EXPECT_EQ(pick(16, 2048, 8192), "decode_dpfr_m16_r16_u4");
-  EXPECT_EQ(pick(16, 2048, 14336), "decode_dpfr_m16_r16_u4");
+  // ... narrow layers: the dp tiles up to K = 14336 (session 46), from 9 tokens the 8-token tile in passes
+  // (session 47), beyond K = 14336 the wgmma small tiles with split-K.
+  EXPECT_EQ(pick(16, 1024, 4096), "decode_dpfr_m8_r16_u4");
+  EXPECT_EQ(pick(9, 2048, 8192), "decode_dpfr_m8_r16_u4");
+  EXPECT_EQ(pick(16, 2048, 14336), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(8, 1024, 14336), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(1, 1024, 4096), "decode_dpr_m8_r16_u4");
   EXPECT_EQ(pick(1, 512, 512), "decode_dpr_m8_r16_u4");
   {
-    GemmParams w4a4;  // W4A4 past K = 4096: the rule before (unmeasured on the dp tiles there)
+    GemmParams w4a4;  // W4A4 likewise to K = 14336 (session 47)
     w4a4.m = 16, w4a4.n = 2048, w4a4.k = 14336, w4a4.a_dtype = DType::kE2M1x2;
+    EXPECT_EQ(find_tactic(heuristic_tactic(w4a4, kSms))->name, "decode_dpfr_m8_r16_u4");
+    w4a4.m = 1;
+    EXPECT_EQ(find_tactic(heuristic_tactic(w4a4, kSms))->name, "decode_dpr_m8_r16_u4");
+    w4a4.m = 16, w4a4.k = 28672;
     EXPECT_EQ(find_tactic(heuristic_tactic(w4a4, kSms))->name, "wgmma_w4a16_128x16_s8");
-    w4a4.k = 4096;
-    EXPECT_EQ(find_tactic(heuristic_tactic(w4a4, kSms))->name, "decode_dpfr_m16_r16_u4");
   }
   {
-    const int before = decode_narrow_dp_rule().set(0);
+    const int before = decode_narrow_m8_rule().set(0);  // the 16-token tile at 9..16, wgmma at 17..32
+    EXPECT_EQ(pick(16, 1024, 4096), "decode_dpfr_m16_r16_u4");
+    EXPECT_EQ(pick(20, 1024, 4096), "wgmma_w4a16_128x24_s8");
+    const int dp_before = decode_narrow_dp_rule().set(0);
     EXPECT_EQ(pick(16, 1024, 4096), "decode_m16_r32_u2");
-    decode_narrow_dp_rule().set(before);
+    decode_narrow_dp_rule().set(dp_before);
+    decode_narrow_m8_rule().set(before);
   }
   EXPECT_EQ(pick(16, 1024, 28672), "wgmma_w4a16_128x16_s8");
   // 17..32: small token tiles; 256 rows when the K ranges stay long ...
@@ -256,8 +263,10 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
     EXPECT_EQ(pick(m, 4096, 4096), "decode_dpfr_m24_r16_u4") << m;
     EXPECT_EQ(pick(m, 3840, 4096), "decode_dpfr_m24_r16_u4") << m;  // 240 CTAs: 91 % of a wave
   }
-  // Narrower layers (fewer CTAs) keep their rules.
-  EXPECT_EQ(pick(20, 1024, 4096), "wgmma_w4a16_128x24_s8");
+  // Narrower layers (fewer CTAs) keep their rules: narrow ones take the 8-token tile in passes (session 47).
+  EXPECT_EQ(pick(20, 1024, 4096), "decode_dpfr_m8_r16_u4");
+  EXPECT_EQ(pick(32, 4096, 1024), "decode_dpfr_m8_r16_u4");
+  EXPECT_EQ(pick(32, 1024, 28672), "wgmma_w4a16_128x32_s8");  // N·K > 16 Mi: unmeasured, wgmma
   EXPECT_EQ(pick(20, 2048, 8192), "decode_dpfr_m16_r16_u4");  // two passes
   EXPECT_EQ(pick(20, 3584, 4096), "decode_dpf_m16_r32_u4");   // 224 CTAs: 85 %
   decode_m24_rule().set(0);  // the rule before: wgmma / two 16-token passes (down's 128 32-row CTAs: 48 %)
@@ -430,7 +439,7 @@ TEST(GemmHeuristic, TwoStageStepsOnTheSmallTokenTiles) {
   EXPECT_EQ(pick(48, 2048, 1024), "wgmma_w4a16_128x24_s8");         // 4 chunks per unit: one stage
   GemmParams p;
   p.m = 64, p.n = 4096, p.k = 4096;
-  EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms, true))->name, "wgmma_w4a16_128x32_s8");  // HBM-rich
+  EXPECT_EQ(find_tactic(heuristic_tactic(p, kSms, true))->name, "wgmma_w4a16_128x32_s8_k128");  // HBM-rich too
   GemmParams wide_k;
   wide_k.m = 32, wide_k.n = 8192, wide_k.k = 28672;
   EXPECT_EQ(find_tactic(heuristic_tactic(wide_k, kSms, true))->name, "wgmma_w4a16_256x32_s8");
@@ -458,7 +467,7 @@ TEST(GemmHeuristic, TwoStageStepsOnTheSmallTokenTiles) {
     if (t.family != Family::kWgmma || t.step_chunks != 1 || t.stream_k || t.split_tail || t.block_n != 128 ||
         t.block_m < 24 || t.block_m > 64)
       continue;
-    const Tactic* q = find_tactic(wgmma_pair_step_tactic(t.id, p, kSms, false));
+    const Tactic* q = find_tactic(wgmma_pair_step_tactic(t.id, p, kSms));
     EXPECT_TRUE(q->step_chunks == 2 && q->block_m == t.block_m && q->block_n == 128) << t.name << " -> " << q->name;
   }
 }
