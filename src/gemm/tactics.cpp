@@ -318,6 +318,22 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   if (m > 16 && m <= 24 && decode_m24_r32_rule().get() != 0 && rows * k > (int64_t(16) << 20) &&
       (w4a4 || (kw32 == 8 && chunks_per_warp(32) <= 32)) && (rb32 * kw32 + 7) / 8 * 10 >= slots * 7)
     return decode_dpf_id(3, 2, 2, true);
+  // 33..64 tokens on narrow layers (16-row dp CTAs short of the SMs) with N·K <= 16 Mi and K >= 2048: the
+  // smallest dp token tile whose passes still fit one wave of 2 CTAs per SM (16 tokens, then 24, then 16
+  // tokens on 32-row blocks), instead of the wgmma tiles' split-K. H100 session 47 run 2, every tactic,
+  // graph us with PDL, W4A16, M = 40 / 48 / 64, against the auto wgmma tactic: 1024x4096 4.61 / 4.57 / 5.09
+  // vs 10.63 / 10.66 / 10.95 (16-token tile), 2048x2048 4.66 / 4.80 / 5.30 vs 7.03 / 7.03 / 7.36, 2048x8192
+  // 11.78 / 11.75 (24-token tile) / 12.58 (16 tokens, 32 rows) vs 15.00 / 14.85 / 15.34. With K = 1024
+  // (4096x1024) the dp tiles were -2..+3 %, so short K keeps wgmma; K > 14336 as at <= 32 tokens.
+  if (m > 32 && m <= 64 && k_chunks >= 32 && k_chunks <= 224 && rows * k <= (int64_t(16) << 20) &&
+      decode_narrow_dp_rule().get() != 0 && decode_narrow_m8_rule().get() != 0) {
+    const int64_t kw = dp_warps_per_row_block(k_chunks), per_pass16 = rb16 * kw / 8, per_pass32 = rb32 * kw / 8;
+    if (per_pass16 < slots / 2) {
+      if ((m + 15) / 16 * per_pass16 <= slots) return decode_dpf_id(2, 1, 4, true);
+      if ((m + 23) / 24 * per_pass16 <= slots) return decode_dpf_id(3, 1, 4, true);
+      if ((m + 15) / 16 * per_pass32 <= slots) return decode_dpf_id(2, 2, 4, true);
+    }
+  }
   if (m > 32 || (m > 16 && rows * k > (int64_t(16) << 20))) return -1;
   const int64_t passes = m > 8 ? (m + 15) / 16 : 1;  // token tiles
   // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
@@ -643,7 +659,7 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
   if (p.m > 128) return -1;
   if (p.m <= 8) return -1;
   sms = sms > 0 ? sms : 132;
-  if (p.m <= 32 && decode_dp_heuristic(p.m, p.n, p.k, sms, p.a_dtype == DType::kE2M1x2) >= 0) return -1;
+  if (p.m <= 64 && decode_dp_heuristic(p.m, p.n, p.k, sms, p.a_dtype == DType::kE2M1x2) >= 0) return -1;
   if (p.m <= 16 && p.k <= 8192 && p.n <= 8192) return -1;
   if (p.m <= 32) {
     const int bm = p.m <= 16 ? 16 : 32;

@@ -267,6 +267,12 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(20, 1024, 4096), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(32, 4096, 1024), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(32, 1024, 28672), "wgmma_w4a16_128x32_s8");  // N·K > 16 Mi: unmeasured, wgmma
+  // 33..64 on narrow layers with K >= 2048: the smallest dp token tile whose passes fit one wave (264 CTAs).
+  EXPECT_EQ(pick(64, 1024, 4096), "decode_dpfr_m16_r16_u4");   // 64 CTAs a pass, 4 passes
+  EXPECT_EQ(pick(40, 2048, 8192), "decode_dpfr_m24_r16_u4");   // 128 CTAs a pass: 2 passes of 24 tokens
+  EXPECT_EQ(pick(64, 2048, 8192), "decode_dpfr_m16_r32_u4");   // 3 passes of 24 would not fit: 32-row blocks
+  EXPECT_EQ(pick(64, 4096, 1024), "wgmma_w4a16_128x32_s8");  // short K keeps wgmma (pair steps off here)
+  EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");       // not narrow
   EXPECT_EQ(pick(20, 2048, 8192), "decode_dpfr_m16_r16_u4");  // two passes
   EXPECT_EQ(pick(20, 3584, 4096), "decode_dpf_m16_r32_u4");   // 224 CTAs: 85 %
   decode_m24_rule().set(0);  // the rule before: wgmma / two 16-token passes (down's 128 32-row CTAs: 48 %)
