@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Session 47 run 3 (H100): carry ["build-carry"] with fp4kit-binaries.tar.xz = HEAD's tools/fp4kit (2ce689b: narrow layers
+# at 33..64 tokens take the dp tiles) and prev.tar.xz = tools/fp4kit_prev (af7f7a7, the rule before). Narrow layers,
+# auto path, alternated x2, both modes, M = 33..64 with the CPU check. One tarball.
+set -u; R=$OUT/r3; mkdir -p $R; S=$R/summary.txt
+pack() { (cd $OUT && tar -czf r3.tgz r3); }
+tar -xJf build-carry/fp4kit-binaries.tar.xz -C build-carry && tar -xJf build-carry/prev.tar.xz -C build-carry || exit 3
+H=build-carry/tools/fp4kit; B=build-carry/tools/fp4kit_prev; $H info > $R/info.txt 2>&1
+echo "gpu $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" >> $S
+SH=1024x4096,2048x2048,2048x8192,4096x2048,512x4096,1024x14336,3072x3072,1536x4096
+g() { local name=$1 bin=$2; timeout 90 $bin bench gemm --shapes $SH --m 33,40,48,56,64 --mode both --graph --pdl --no-baseline --target-ms 30 --csv --output $R/$name.csv > $R/$name.log 2>&1; echo "$name rc=$? t=$SECONDS $(grep -c ',ok,' $R/$name.csv) ok" >> $S; }
+for r in 1 2; do g prev_r$r $B; g head_r$r $H; pack; done
+python3 scripts/ab_table.py --col graph_us --base prev $R/prev_r*.csv $R/head_r*.csv > $R/ab_m64.txt 2>&1; pack
+cat $S; grep -- '->' $R/ab_m64.txt | sort -k6 -n; tail -1 $R/ab_m64.txt
+rm -rf $R; true
