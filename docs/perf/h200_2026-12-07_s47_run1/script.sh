@@ -3,7 +3,7 @@
 # (FP4KIT_WGMMA_PAIRS=0 vs 1 with HEAD's binary, every shape + 8192x16384, M = 20..128, both modes, the acceptance's
 # timing: 200 ms samples after 100 ms of warm-up, x2). Tarballs r6.tgz and r7.tgz.
 set -u
-bash docs/wip/s46-run6.sh
+bash docs/wip/s46-run6.sh   # archived here as script_run6.sh
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || exit 0
 R=$OUT/r7; mkdir -p $R; S=$R/summary.txt; N=build-carry/tools/fp4kit_new
 pack() { (cd $OUT && tar -czf r7.tgz r7); }
