@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Session 47 run 3 (H100): carry ["build-carry"] with fp4kit-binaries.tar.xz = HEAD's tools/fp4kit (2ce689b: narrow layers
-# at 33..64 tokens take the dp tiles) and prev.tar.xz = tools/fp4kit_prev (af7f7a7, the rule before). Narrow layers,
-# auto path, alternated x2, both modes, M = 33..64 with the CPU check. One tarball.
+# Session 47 run 3 (H100; **not run**: no machine came and the device time ran out): carry ["build-carry"] with
+# fp4kit-binaries.tar.xz = tools/fp4kit built from 2ce689b (the 33..64-token narrow rule in BOTH modes) and
+# prev.tar.xz = tools/fp4kit_prev (af7f7a7, the rule before). Session 47 left both packs in /work/main/build-carry
+# (check `info`'s source). HEAD applies the rule to W4A16 only (W4A4 unmeasured), so the W4A16 half of this A/B
+# confirms HEAD and the W4A4 half decides whether `!w4a4` comes out of decode_dp_heuristic's 33..64 branch.
+# Narrow layers, auto path, alternated x2, both modes, M = 33..64 with the CPU check. One tarball.
 set -u; R=$OUT/r3; mkdir -p $R; S=$R/summary.txt
 pack() { (cd $OUT && tar -czf r3.tgz r3); }
 tar -xJf build-carry/fp4kit-binaries.tar.xz -C build-carry && tar -xJf build-carry/prev.tar.xz -C build-carry || exit 3

@@ -324,8 +324,9 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // graph us with PDL, W4A16, M = 40 / 48 / 64, against the auto wgmma tactic: 1024x4096 4.61 / 4.57 / 5.09
   // vs 10.63 / 10.66 / 10.95 (16-token tile), 2048x2048 4.66 / 4.80 / 5.30 vs 7.03 / 7.03 / 7.36, 2048x8192
   // 11.78 / 11.75 (24-token tile) / 12.58 (16 tokens, 32 rows) vs 15.00 / 14.85 / 15.34. With K = 1024
-  // (4096x1024) the dp tiles were -2..+3 %, so short K keeps wgmma; K > 14336 as at <= 32 tokens.
-  if (m > 32 && m <= 64 && k_chunks >= 32 && k_chunks <= 224 && rows * k <= (int64_t(16) << 20) &&
+  // (4096x1024) the dp tiles were -2..+3 %, so short K keeps wgmma; K > 14336 as at <= 32 tokens. W4A4 is
+  // unmeasured there (the auto-path A/B, docs/wip/s47-run3.sh, found no GPU): it keeps wgmma until measured.
+  if (!w4a4 && m > 32 && m <= 64 && k_chunks >= 32 && k_chunks <= 224 && rows * k <= (int64_t(16) << 20) &&
       decode_narrow_dp_rule().get() != 0 && decode_narrow_m8_rule().get() != 0) {
     const int64_t kw = dp_warps_per_row_block(k_chunks), per_pass16 = rb16 * kw / 8, per_pass32 = rb32 * kw / 8;
     if (per_pass16 < slots / 2) {

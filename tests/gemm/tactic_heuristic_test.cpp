@@ -273,6 +273,7 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(64, 2048, 8192), "decode_dpfr_m16_r32_u4");   // 3 passes of 24 would not fit: 32-row blocks
   EXPECT_EQ(pick(64, 4096, 1024), "wgmma_w4a16_128x32_s8");  // short K keeps wgmma (pair steps off here)
   EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");       // not narrow
+  EXPECT_EQ(pick_w4a4(64, 1024, 4096), "wgmma_w4a16_128x32_s8");  // W4A4: unmeasured, wgmma
   EXPECT_EQ(pick(20, 2048, 8192), "decode_dpfr_m16_r16_u4");  // two passes
   EXPECT_EQ(pick(20, 3584, 4096), "decode_dpf_m16_r32_u4");   // 224 CTAs: 85 %
   decode_m24_rule().set(0);  // the rule before: wgmma / two 16-token passes (down's 128 32-row CTAs: 48 %)
