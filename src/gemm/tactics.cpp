@@ -328,7 +328,9 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // unmeasured there (the auto-path A/B, docs/wip/s47-run3.sh, found no GPU): it keeps wgmma until measured.
   if (!w4a4 && m > 32 && m <= 64 && k_chunks >= 32 && k_chunks <= 224 && rows * k <= (int64_t(16) << 20) &&
       decode_narrow_dp_rule().get() != 0 && decode_narrow_m8_rule().get() != 0) {
-    const int64_t kw = dp_warps_per_row_block(k_chunks), per_pass16 = rb16 * kw / 8, per_pass32 = rb32 * kw / 8;
+    // CTAs per pass as decode_host.cu launches them (short K packs 8 / kw row blocks per CTA).
+    const int64_t kw = dp_warps_per_row_block(k_chunks);
+    const int64_t per_pass16 = (rb16 * kw + 7) / 8, per_pass32 = (rb32 * kw + 7) / 8;
     if (per_pass16 < slots / 2) {
       if ((m + 15) / 16 * per_pass16 <= slots) return decode_dpf_id(2, 1, 4, true);
       if ((m + 23) / 24 * per_pass16 <= slots) return decode_dpf_id(3, 1, 4, true);

@@ -108,8 +108,8 @@ RuleOverride& wgmma_split_tail_rule();
 // faster on the H100; W4A4 past K = 4096 since session 47); 0 = the rule before (FP4KIT_DECODE_NARROW_DP).
 RuleOverride& decode_narrow_dp_rule();
 // With that rule, 9..32 tokens on narrow layers (17..32 only where N·K <= 16 Mi) take the rolling 8-token
-// 16-row tile in M / 8 passes, and 33..64 tokens (W4A16, N·K <= 16 Mi, K >= 2048) the smallest dp token tile
-// whose passes fit one wave (session 47); 0 = the 16-token tile at 9..16 and wgmma at 17..64
+// 16-row tile in ceil(M / 8) passes, and 33..64 tokens (W4A16, N·K <= 16 Mi, 2048 <= K <= 14336) the smallest
+// dp token tile whose passes fit one wave (session 47); 0 = the 16-token tile at 9..16 and wgmma at 17..64
 // (FP4KIT_DECODE_NARROW_M8).
 RuleOverride& decode_narrow_m8_rule();
 // 17..24 tokens: the 24-token decode tile where its 16-row CTAs of 8 warps fit one wave (session 41);
