@@ -318,6 +318,9 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   if (m > 16 && m <= 24 && decode_m24_r32_rule().get() != 0 && rows * k > (int64_t(16) << 20) &&
       (w4a4 || (kw32 == 8 && chunks_per_warp(32) <= 32)) && (rb32 * kw32 + 7) / 8 * 10 >= slots * 7)
     return decode_dpf_id(3, 2, 2, true);
+  // Warps per row block of the dp tiles the narrow-layer rules below pick: short K packs 8 / kw row blocks
+  // per CTA (decode_host.cu).
+  const int64_t kw = dp_warps_per_row_block(k_chunks);
   // 33..64 tokens on narrow layers (16-row dp CTAs short of the SMs) with N·K <= 16 Mi and K >= 2048: the
   // smallest dp token tile whose passes still fit one wave of 2 CTAs per SM (16 tokens, then 24, then 16
   // tokens on 32-row blocks), instead of the wgmma tiles' split-K. H100 session 47 run 2, every tactic,
@@ -328,8 +331,7 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // unmeasured there (the auto-path A/B, docs/wip/s47-run3.sh, found no GPU): it keeps wgmma until measured.
   if (!w4a4 && m > 32 && m <= 64 && k_chunks >= 32 && k_chunks <= 224 && rows * k <= (int64_t(16) << 20) &&
       decode_narrow_dp_rule().get() != 0 && decode_narrow_m8_rule().get() != 0) {
-    // CTAs per pass as decode_host.cu launches them (short K packs 8 / kw row blocks per CTA).
-    const int64_t kw = dp_warps_per_row_block(k_chunks);
+    // CTAs per pass as decode_host.cu launches them.
     const int64_t per_pass16 = (rb16 * kw + 7) / 8, per_pass32 = (rb32 * kw + 7) / 8;
     if (per_pass16 < slots / 2) {
       if ((m + 15) / 16 * per_pass16 <= slots) return decode_dpf_id(2, 1, 4, true);
@@ -339,8 +341,6 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   }
   if (m > 32 || (m > 16 && rows * k > (int64_t(16) << 20))) return -1;
   const int64_t passes = m > 8 ? (m + 15) / 16 : 1;  // token tiles
-  // CTAs of the 16-row variant: short K packs 8 / kw row blocks per CTA (decode_host.cu).
-  const int64_t kw = dp_warps_per_row_block(k_chunks);
   // Too few CTAs to cover the SMs (narrow layers: k / v projections): stream-K over warps, or the wgmma
   // 16-token tile, only past 16 tokens or K = 14336. Up to there the 16-row dp tiles won every point measured,
   // though their CTAs leave SMs idle. H100 session 46, graph us with PDL, W4A16 / W4A4: run 5 (auto, x2),
@@ -356,7 +356,7 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // 23.68 / 18.00 (wgmma 128x16), 1024x14336 8.78 / 10.13 / 12.43 vs 19.96 / 22.37 / 16.79).
   const bool narrow = rb16 * kw / 8 * passes < slots / 2;
   if (narrow && (k_chunks > 224 || decode_narrow_dp_rule().get() == 0)) return -1;
-  // 9..32 tokens on narrow layers: the rolling 8-token 16-row tile in M / 8 passes, whose CTAs (one per
+  // 9..32 tokens on narrow layers: the rolling 8-token 16-row tile in ceil(M / 8) passes, whose CTAs (one per
   // pass) fill more of the SMs than the 16-token tile's, or the wgmma tiles' at 17..32. Its passes re-read
   // the weights, mostly from L2. H200 session 47 run 1, graph us with PDL, W4A16: forced against the auto
   // tactic, M = 12 / 16: 1024x4096 4.33 / 4.36 vs 4.69 / 4.67 (W4A4 6.26 / 6.23 vs 6.26 / 6.24),
