@@ -49,12 +49,17 @@ Status dequantize(const DequantizeParams& p) {
   const int64_t stride = detail::resolve_stride(p.output_row_stride, p.cols);
   const int64_t out_size = int64_t(dtype_size(p.output_dtype));
   c.size_fits(p.rows, stride, out_size, "output");
+  // As the GPU path: the element rows (element_row_stride apart) and the scale buffer must have
+  // 64-bit byte counts, or the row offsets below overflow.
+  c.size_fits(p.rows, detail::resolve_stride(p.element_row_stride, p.cols), 1, "elements");
+  ScaleShape shape{0, 0};
+  if (c.ok()) detail::check_scale_shape(c, p.scale_layout, p.rows, p.cols / block_size(p.format), "scales", &shape);
   if (c.ok()) c.buffer(p.output_bytes, detail::strided_bytes(p.rows, p.cols, stride, out_size), "output");
   FP4KIT_RETURN_IF_ERROR(c.status());
 
   const int bs = block_size(p.format);
   const int64_t cols = p.cols, sf_cols = cols / bs;
-  const int64_t padded_cols = scale_shape(p.scale_layout, p.rows, sf_cols).padded_cols;
+  const int64_t padded_cols = shape.padded_cols;
   const auto* elements = static_cast<const uint8_t*>(p.elements);
   const auto* scales = static_cast<const uint8_t*>(p.scales);
   const int64_t element_stride = detail::resolve_stride(p.element_row_stride, cols);

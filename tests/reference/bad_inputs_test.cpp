@@ -233,6 +233,9 @@ TEST_F(RefBadInputs, SizeOverflow) {
   { auto p = nvfp4(); p.input_row_stride = INT64_MAX; EXPECT_BAD(reference::quantize_nvfp4(p), kInvalidArgument, "quantize_nvfp4", "overflows"); }
   { auto p = mx(); p.rows = huge; p.cols = int64_t(1) << 30; EXPECT_BAD(reference::quantize_mx(p), kInvalidArgument, "quantize_mx", "input size"); }
   { auto p = deq(); p.rows = huge; p.cols = huge; EXPECT_BAD(reference::dequantize(p), kInvalidArgument, "dequantize", "output size"); }
+  // An element stride whose rows overflow int64 (the GPU path's "elements size" rule): rows 1..3
+  // would start 2^62 bytes apart and the offset of row 2 wraps.
+  { auto p = deq(); p.element_row_stride = INT64_MAX - 15; EXPECT_BAD(reference::dequantize(p), kInvalidArgument, "dequantize", "elements size 4 x 9223372036854775792 overflows"); }
   { auto p = conv(); p.rows = INT64_MAX - 3; EXPECT_BAD(reference::convert_scale_layout(p), kInvalidArgument, "convert_scale_layout", "input size"); }
   { auto p = conv(); p.rows = huge; p.sf_cols = huge; EXPECT_BAD(reference::convert_scale_layout(p), kInvalidArgument, "convert_scale_layout", "overflows"); }
   { auto p = gsp(); p.rows = huge; p.cols = huge; EXPECT_BAD(reference::compute_global_scale(p), kInvalidArgument, "compute_global_scale", "input size"); }
