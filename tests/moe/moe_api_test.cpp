@@ -157,6 +157,39 @@ TEST(MoeApi, FusedMoeRejectsEachBadArgument) {
   }
 }
 
+// Shapes past the GEMMs' n, k < 2^31 or past int32 expert ids: refused by name, and the workspace
+// query (the same shape checks) gives 0 instead of a size for a problem fused_moe cannot run.
+TEST(MoeApi, ShapesPastTheKernelLimits) {
+  struct Case {
+    const char* what;
+    void (*mutate)(MoeParams&);
+    const char* needle;
+  };
+  const Case cases[] = {
+      {"hidden 2^31", [](MoeParams& p) { p.hidden = int64_t(1) << 31; },
+       "hidden (=2147483648) and 2 * inter (inter = 192) must each be < 2^31"},
+      {"2 * inter 2^31", [](MoeParams& p) { p.inter = int64_t(1) << 30; },
+       "hidden (=128) and 2 * inter (inter = 1073741824) must each be < 2^31"},
+      // 2 * inter would overflow int64.
+      {"inter 2^62", [](MoeParams& p) { p.inter = int64_t(1) << 62; }, "inter = 4611686018427387904"},
+      // 4 local experts, but the first (ep_rank * 4 = 2^32) is not an int32 id.
+      {"E 2^33",
+       [](MoeParams& p) {
+         p.num_experts = int64_t(1) << 33;
+         p.ep_size = int64_t(1) << 31;
+         p.ep_rank = int64_t(1) << 30;
+       },
+       "num_experts (=8589934592) must be < 2^31 (expert ids are int32)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    MoeParams p = valid_params();
+    c.mutate(p);
+    EXPECT_EQ(moe_workspace_bytes(p), 0u);
+    expect_error(fused_moe(p, fake(0x1000000), size_t(1) << 40, nullptr), StatusCode::kInvalidArgument, c.needle);
+  }
+}
+
 TEST(MoeApi, FusedMoeWorkspaceChecks) {
   const MoeParams p = valid_params();
   const size_t need = moe_workspace_bytes(p);
