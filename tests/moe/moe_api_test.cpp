@@ -366,6 +366,12 @@ TEST(MoeApi, PrepackRejectsBadArguments) {
     expect(q, StatusCode::kInvalidArgument, "k (=40) must be a multiple of 16");
   }
   {
+    // Past the GEMMs' limit (prepacked_weight_bytes is 0 there): not a 64-bit overflow.
+    auto q = p;
+    q.n = int64_t(1) << 31;
+    expect(q, StatusCode::kInvalidArgument, "n (=2147483648) and k (=64) must each be < 2^31");
+  }
+  {
     auto q = p;
     q.scale_layout = ScaleLayout::kSwizzled8x4;
     expect(q, StatusCode::kNotSupported, "scale_layout 8x4 is an activation layout");
