@@ -359,9 +359,11 @@ Status SafetensorsWriter::write(std::string_view name, const void* data, size_t 
   if (current_ >= plan_.size()) return bad(path_, "tensor " + q(name) + " written but every planned tensor is complete");
   if (name != plan_[current_].name)
     return bad(path_, "tensor " + q(name) + " written out of plan order (expected " + q(plan_[current_].name) + ")");
-  if (written_in_current_ + bytes > sizes_[current_])
-    return bad(path_, "tensor " + q(name) + ": " + std::to_string(written_in_current_ + bytes) +
+  // (Compared without the sum, which wraps for a huge `bytes`.)
+  if (bytes > sizes_[current_] - written_in_current_)
+    return bad(path_, "tensor " + q(name) + ": " + std::to_string(written_in_current_) + " + " + std::to_string(bytes) +
                           " bytes written, planned " + std::to_string(sizes_[current_]));
+  if (bytes && data == nullptr) return bad(path_, "tensor " + q(name) + ": data is null");
   if (bytes && std::fwrite(data, 1, bytes, static_cast<FILE*>(file_)) != bytes)
     return bad(tmp_path_, std::string("write failed: ") + std::strerror(errno));
   written_in_current_ += bytes;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -313,5 +314,30 @@ TEST(SafetensorsWriter, RoundTripAndAlignment) {
   EXPECT_FALSE(
       SafetensorsWriter::create((d / "c.safetensors").string(), {{"a", Dtype::kU8, {1}}, {"a", Dtype::kU8, {1}}}, {}, &w3)
           .is_ok());
+  fs::remove_all(d);
+}
+
+// write() never reads past what the plan allows: a null pointer or a byte count past the tensor's
+// planned size (also one whose sum with the bytes already written wraps) is an error, not a read.
+TEST(SafetensorsWriter, RejectsNullDataAndOversizedPieces) {
+  const fs::path d = temp_dir("writer_bad");
+  std::unique_ptr<SafetensorsWriter> w;
+  ASSERT_TRUE(SafetensorsWriter::create((d / "a.safetensors").string(), {{"t", Dtype::kU8, {4}}}, {}, &w).is_ok());
+  const uint8_t bytes[4] = {1, 2, 3, 4};
+  Status s = w->write("t", nullptr, 4);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("tensor 't': data is null"), std::string::npos) << s.message();
+  ASSERT_TRUE(w->write("t", bytes, 1).is_ok());
+  s = w->write("t", bytes + 1, SIZE_MAX);  // 1 + SIZE_MAX wraps to 0
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+  EXPECT_NE(s.message().find("tensor 't': 1 + 18446744073709551615 bytes written, planned 4"), std::string::npos)
+      << s.message();
+  s = w->write("t", bytes + 1, 4);
+  EXPECT_NE(s.message().find("tensor 't': 1 + 4 bytes written, planned 4"), std::string::npos) << s.message();
+  ASSERT_TRUE(w->write("t", bytes + 1, 3).is_ok());
+  ASSERT_TRUE(w->finish().is_ok());
+  std::unique_ptr<SafetensorsFile> f;
+  ASSERT_TRUE(SafetensorsFile::open((d / "a.safetensors").string(), &f).is_ok());
+  EXPECT_EQ(std::memcmp(f->data(*f->find("t")), bytes, 4), 0);
   fs::remove_all(d);
 }
