@@ -352,8 +352,12 @@ Status fused_moe(const MoeRefParams& p) {
   // 64-bit sizes of every buffer (E_local * 2I * H bytes is the largest weight buffer).
   const int64_t E_local = (p.ep_size > 0 && c.ok()) ? E / p.ep_size : 0;
   c.size_fits(T, H, 4, "input/output").size_fits(T, k, 4, "selected_experts");
-  if (c.ok()) c.size_fits(T * k, 2 * I + H, 8, "expanded rows");
-  c.size_fits(E_local, 2 * I, H, "fc1 weights").size_fits(E_local, H, I, "fc2 weights");
+  int64_t two_i = 0;  // 2 * I, computed only once it cannot overflow
+  if (c.ok())
+    c.require(fp4kit::detail::checked_mul(2, I, &two_i) && two_i <= INT64_MAX - H, StatusCode::kInvalidArgument,
+              "2 * inter + hidden (inter = " + num(I) + ", hidden = " + num(H) + ") overflows 64-bit sizes");
+  if (c.ok()) c.size_fits(T * k, two_i + H, 8, "expanded rows");
+  if (c.ok()) c.size_fits(E_local, two_i, H, "fc1 weights").size_fits(E_local, H, I, "fc2 weights");
   if (T > 0) {
     c.not_null(p.input, "input");
     if (fp4_input) c.not_null(p.input_scales, "input_scales (required for e2m1x2 input)");

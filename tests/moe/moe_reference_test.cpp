@@ -662,6 +662,8 @@ TEST(MoeFusedRef, BadArguments) {
   expect_bad(with([](P& p) { p.hidden = 96; }), "hidden (=96) must be a multiple of 64");
   expect_bad(with([](P& p) { p.inter = 0; }), "inter (=0) must be positive");
   expect_bad(with([](P& p) { p.inter = 80; }), "inter (=80) must be a multiple of 64");
+  expect_bad(with([](P& p) { p.inter = int64_t(1) << 62; }),
+             "2 * inter + hidden (inter = 4611686018427387904, hidden = 64) overflows 64-bit sizes");
   expect_bad(with([](P& p) { p.num_tokens = -2; }), "num_tokens (=-2) must not be negative");
   expect_bad(with([](P& p) { p.top_k = 5; }), "top_k (=5) must be <= num_experts (=4)");
   expect_bad(with([](P& p) { p.top_k = 0; }), "top_k (=0) must be positive");
