@@ -56,6 +56,12 @@ ArgCheck& ArgCheck::buffer(int64_t capacity, int64_t needed, const char* name) {
                      std::to_string(needed));
 }
 
+ArgCheck& ArgCheck::workspace(size_t capacity, size_t needed, const char* name) {
+  return require(capacity >= needed, StatusCode::kBufferTooSmall,
+                 std::string(name) + " holds " + std::to_string(capacity) + " bytes, needs " +
+                     std::to_string(needed));
+}
+
 ArgCheck& ArgCheck::size_fits(int64_t rows, int64_t cols, int64_t elem_bytes, const char* what) {
   int64_t n = 0;
   const bool fits = checked_mul(rows, cols, &n) && checked_mul(n, elem_bytes, &n);

@@ -33,6 +33,8 @@ class ArgCheck {
   ArgCheck& aligned(const void* p, int64_t bytes, const char* name);
   // capacity >= needed, or kBufferTooSmall.
   ArgCheck& buffer(int64_t capacity, int64_t needed, const char* name);
+  // A caller's workspace (size_t, compared unsigned: SIZE_MAX is a large buffer, not -1 bytes).
+  ArgCheck& workspace(size_t capacity, size_t needed, const char* name = "workspace");
   // rows*cols*elem_bytes must fit in int64 (sizes are computed in 64 bits everywhere).
   ArgCheck& size_fits(int64_t rows, int64_t cols, int64_t elem_bytes, const char* what);
   ArgCheck& dtype_in(DType t, std::initializer_list<DType> allowed, const char* name);

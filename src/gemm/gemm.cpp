@@ -114,7 +114,7 @@ Status gemm(const GemmParams& p, void* workspace, size_t workspace_bytes, cudaSt
   if (need > 0) {
     FP4KIT_RETURN_IF_ERROR(detail::ArgCheck("gemm")
                                .not_null(workspace, "workspace")
-                               .buffer(int64_t(workspace_bytes), int64_t(need), "workspace")
+                               .workspace(workspace_bytes, size_t(need))
                                .aligned(workspace, 16, "workspace")
                                .status());
   }

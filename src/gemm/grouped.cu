@@ -191,7 +191,7 @@ Status grouped_gemm(const GroupedGemmParams& p, void* workspace, size_t workspac
   if (need > 0) {
     FP4KIT_RETURN_IF_ERROR(detail::ArgCheck("grouped_gemm")
                                .not_null(workspace, "workspace")
-                               .buffer(int64_t(workspace_bytes), int64_t(need), "workspace")
+                               .workspace(workspace_bytes, size_t(need))
                                .aligned(workspace, 16, "workspace")
                                .status());
   }

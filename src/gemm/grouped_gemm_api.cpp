@@ -154,7 +154,7 @@ Status grouped_gemm(const GroupedGemmParams& p, void* workspace, size_t workspac
   const Plan l = plan_for(p);
   FP4KIT_RETURN_IF_ERROR(detail::ArgCheck(fn)
                              .not_null(workspace, "workspace")
-                             .buffer(int64_t(workspace_bytes), int64_t(l.total()), "workspace")
+                             .workspace(workspace_bytes, size_t(l.total()))
                              .aligned(workspace, 16, "workspace")
                              .status());
   FP4KIT_RETURN_IF_ERROR(detail::require_device(fn));

@@ -229,7 +229,7 @@ Status fused_moe(const MoeParams& p, void* workspace, size_t workspace_bytes, cu
   TuneCache* const tune = default_tune_cache();  // nullptr: tuning off (FP4KIT_TUNE_CACHE=off) or no GPU
   const MoeWorkspaceLayout l = layout_for(p, d, tune);
   check.not_null(workspace, "workspace")
-      .buffer(int64_t(workspace_bytes), int64_t(l.total), "workspace")
+      .workspace(workspace_bytes, size_t(l.total))
       .aligned(workspace, 16, "workspace");
   FP4KIT_RETURN_IF_ERROR(check.status());
 

@@ -182,7 +182,7 @@ Status compute_global_scale(const GlobalScaleParams& p, void* workspace, size_t 
   c.size_fits(p.rows, stride, elem, "input");
   const size_t need = global_scale_workspace_bytes(p);
   if (need > 0) {
-    c.not_null(workspace, "workspace").buffer(int64_t(workspace_bytes), int64_t(need), "workspace");
+    c.not_null(workspace, "workspace").workspace(workspace_bytes, size_t(need));
     c.aligned(workspace, 4, "workspace");
   }
   c.aligned(p.input, elem, "input").aligned(p.out_global_scale, 4, "out_global_scale").aligned(p.out_amax, 4, "out_amax");

@@ -199,6 +199,10 @@ TEST(MoeApi, FusedMoeWorkspaceChecks) {
                "workspace holds " + std::to_string(need - 1) + " bytes, needs " + std::to_string(need));
   expect_error(fused_moe(p, fake(0x1000008), need, nullptr), StatusCode::kMisaligned,
                "workspace must be 16-byte aligned");
+  // A size_t capacity past INT64_MAX is a large workspace, not "-1 bytes" (compared unsigned): the
+  // workspace check passes and the call goes on (here to the misalignment check).
+  const Status huge = fused_moe(p, fake(0x1000008), SIZE_MAX, nullptr);
+  EXPECT_EQ(huge.code(), StatusCode::kMisaligned) << huge.message();
 }
 
 TEST(MoeApi, EmptyBatchIsOk) {
