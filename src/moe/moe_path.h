@@ -39,7 +39,9 @@ constexpr bool experts_repeat(int64_t tokens, int64_t top_k, int64_t e_local) { 
 
 // Limits of the fused-decode path: the fused permutation's (one kernel ranks every entry).
 inline bool fused_decode_supported(int64_t tokens, int64_t top_k, int64_t e_local) {
-  return tokens >= 0 && top_k >= 1 && e_local >= 1 && use_fused_permute(tokens * top_k, e_local);
+  // (tokens is bounded before the product, which would overflow for a huge tokens * top_k.)
+  return tokens >= 0 && top_k >= 1 && e_local >= 1 && tokens <= kFusedMaxRows / top_k &&
+         use_fused_permute(tokens * top_k, e_local);
 }
 
 // Warps of the fused-decode kernel's grid (its launch: 2 resident CTAs of 8 warps per SM), the W of

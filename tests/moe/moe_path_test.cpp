@@ -86,6 +86,8 @@ TEST(MoePath, FusedDecodeLimits) {
   EXPECT_TRUE(moe_impl::fused_decode_supported(512, 8, 512));
   EXPECT_FALSE(moe_impl::fused_decode_supported(513, 8, 512));
   EXPECT_FALSE(moe_impl::fused_decode_supported(1, 8, 513));
+  // A product past int64 (formerly computed first, wrapping negative) is refused.
+  EXPECT_FALSE(moe_impl::fused_decode_supported(int64_t(1) << 61, 8, 16));
 }
 
 // One workspace serves both paths (the per-entry path uses the pipeline layout's act region).
