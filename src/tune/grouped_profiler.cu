@@ -242,12 +242,18 @@ Status tune_moe(const std::vector<MoeTuneLayer>& layers, const std::vector<int64
                 const std::function<void(const TuneResult&, int index, int total)>& progress) {
   if (results) results->clear();
   for (const MoeTuneLayer& l : layers) {
+    constexpr int64_t kMax = int64_t(1) << 31;  // fused_moe's limits: the GEMMs' n, k and int32 expert ids
     if (l.hidden <= 0 || l.inter <= 0 || l.hidden % 64 != 0 || l.inter % 64 != 0 || l.experts <= 0 ||
-        l.top_k <= 0 || l.top_k > l.experts || l.ep_size <= 0 || l.experts % l.ep_size != 0)
+        l.top_k <= 0 || l.top_k > l.experts || l.ep_size <= 0 || l.experts % l.ep_size != 0 ||
+        l.hidden >= kMax || l.inter >= kMax / 2 || l.experts >= kMax)
       return Status(StatusCode::kInvalidArgument,
                     "tune: MoE layer '" + l.name +
-                        "' needs H and I multiples of 64, 0 < top_k <= E and E a multiple of ep_size");
+                        "' needs H and I multiples of 64 (H, 2 I < 2^31), 0 < top_k <= E < 2^31 and E a multiple "
+                        "of ep_size");
   }
+  for (int64_t t : tokens)
+    if (t <= 0 || t >= (int64_t(1) << 31))
+      return Status(StatusCode::kInvalidArgument, "tune: token counts must be in [1, 2^31) (got " + std::to_string(t) + ")");
   const bool w4a4 = opt.a_dtype == DType::kE2M1x2;
   const DType act = w4a4 ? opt.d_dtype : opt.a_dtype;
   if (act != DType::kBF16 && act != DType::kFP16)

@@ -40,14 +40,24 @@ Status time_tactic(const std::vector<GemmParams>& sets, int tactic, void* ws, si
 
 }  // namespace
 
+// The shapes the GEMM takes (gemm(): M, N, K < 2^31, K % 16 == 0), checked before anything is sized
+// or picked: the heuristic and the buffer sizes below assume them.
+static Status check_tune_shape(int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kMax = int64_t(1) << 31;
+  if (m <= 0 || n <= 0 || k <= 0 || m >= kMax || n >= kMax || k >= kMax || k % 16 != 0)
+    return Status(StatusCode::kInvalidArgument, "tune: m, n, k must be in [1, 2^31) and k a multiple of 16 (m = " +
+                                                    std::to_string(m) + ", n = " + std::to_string(n) +
+                                                    ", k = " + std::to_string(k) + ")");
+  return Status::ok();
+}
+
 Status profile_gemm(const GemmParams& shape, const std::vector<int>& tactics_in, const ProfileOptions& opt,
                     std::vector<TacticTiming>* out) {
   if (out == nullptr) return Status(StatusCode::kInvalidArgument, "profile_gemm: out is null");
   out->clear();
+  FP4KIT_RETURN_IF_ERROR(check_tune_shape(shape.m, shape.n, shape.k));
   const DeviceInfo& dev = device_info();
   if (!dev.available) return Status(StatusCode::kNoDevice, "tune: " + dev.reason);
-  if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0 || shape.k % 16 != 0)
-    return Status(StatusCode::kInvalidArgument, "tune: m, n, k must be positive and k a multiple of 16");
   std::vector<int> tactics = tactics_in;
   if (tactics.empty())
     for (const GemmTacticInfo& t : gemm_tactics()) tactics.push_back(t.id);
@@ -149,6 +159,8 @@ Status tune_gemm(const std::vector<GemmShape>& shapes, const std::vector<int64_t
                  TuneCache* cache, std::vector<TuneResult>* results,
                  const std::function<void(const TuneResult&, int index, int total)>& progress) {
   if (results) results->clear();
+  for (const GemmShape& s : shapes)
+    for (int64_t m : ms) FP4KIT_RETURN_IF_ERROR(check_tune_shape(m, s.n, s.k));
   const DeviceInfo& dev = device_info();
   if (!dev.available) return Status(StatusCode::kNoDevice, "tune: no GPU (" + dev.reason + ")");
   std::vector<int64_t> buckets;

@@ -30,6 +30,10 @@ TEST(GroupedTuneProfiler, RejectsBadArgumentsOnAnyMachine) {
   std::vector<TuneResult> r;
   EXPECT_EQ(tune_moe({{"bad", 2048, 500, 256, 8, 1}}, {1}, {}, nullptr, &r).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(tune_moe({{"bad-ep", 2048, 512, 256, 8, 3}}, {1}, {}, nullptr, &r).code(), StatusCode::kInvalidArgument);
+  // Past fused_moe's limits (H, 2 I < 2^31), and token counts outside [1, 2^31).
+  EXPECT_EQ(tune_moe({{"huge-i", 2048, int64_t(1) << 30, 256, 8, 1}}, {1}, {}, nullptr, &r).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(tune_moe({{"ok", 2048, 512, 256, 8, 1}}, {0}, {}, nullptr, &r).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(r.empty());
 }
 

@@ -39,7 +39,15 @@ TEST(TuneProfiler, WithoutGpuIsAnErrorNotACrash) {
 TEST(TuneProfiler, RejectsBadShapes) {
   std::vector<TacticTiming> t;
   const Status s = profile_gemm(shape(16, 4096, 100), {}, {}, &t);
-  EXPECT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+  // Shapes past the GEMM's 2^31 limits are refused before the heuristic picks a tactic for them (its
+  // arithmetic assumes the limits) and before a GPU is looked for.
+  EXPECT_EQ(profile_gemm(shape(16, int64_t(1) << 40, 4096), {}, {}, &t).code(), StatusCode::kInvalidArgument);
+  std::vector<TuneResult> r;
+  const Status big = tune_gemm({{4096, int64_t(1) << 40}}, {1}, {}, nullptr, &r);
+  EXPECT_EQ(big.code(), StatusCode::kInvalidArgument) << big.message();
+  EXPECT_NE(big.message().find("[1, 2^31)"), std::string::npos) << big.message();
+  EXPECT_EQ(tune_gemm({{4096, 4096}}, {0}, {}, nullptr, &r).code(), StatusCode::kInvalidArgument);
 }
 
 TEST(TuneProfilerGpu, TimesEveryTacticAndSkipsTheOnesThatCannotRun) {
