@@ -21,10 +21,11 @@ start=$SECONDS
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFP4KIT_BUILD_TESTS=ON -DFP4KIT_BUILD_TOOLS=ON
 cmake --build "$build" -j "$jobs" 2>&1 | tee "$build/build.log"
 echo "test.sh: built in $((SECONDS - start)) s"
-# ptxas serializing a kernel's wgmmas (C7510: extern calls, C7512: a trap, C7520: divergent paths) costs
-# it up to ~3x and is only a warning (docs/GEMM.md): fail on it. The log holds the translation units this
-# build compiled (all of them on a fresh clone, as in CI).
-if grep -a -E 'C75(1[0-9]|2[0-9])\)|wgmma[^ ]* instructions are serialized' "$build/build.log"; then
+# ptxas serializing a kernel's wgmmas ("Potential Performance Loss: wgmma.mma_async instructions are
+# serialized ...": C7510 extern calls, C7512 a trap, C7520 divergent paths) costs it up to ~3x and is only a
+# warning (docs/GEMM.md): fail on it. (C7519, a warpgroup.arrive injected in 128x64 s6's pair steps, is not
+# that.) The log holds the translation units this build compiled (all of them on a fresh clone, as in CI).
+if grep -a -E 'wgmma[^ ]* instructions are serialized' "$build/build.log"; then
   echo "test.sh: FAILED: ptxas serialized wgmma instructions (the lines above; build with -DNDEBUG, no assert or trap in wgmma kernels)"
   exit 1
 fi
