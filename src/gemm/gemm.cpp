@@ -52,9 +52,7 @@ Status validate(const GemmParams& p, const char* fn) {
 // The shape and dtype checks of `validate`, for the queries that run before the pointers are set
 // (workspace size, default tactic): outside them the tactic rules' arithmetic is not defined.
 bool shape_ok(const GemmParams& p) {
-  constexpr int64_t kLimit = int64_t(1) << 31;
-  return p.m > 0 && p.n > 0 && p.k > 0 && p.m < kLimit && p.n < kLimit && p.k < kLimit && p.k % 16 == 0 &&
-         p.tactic >= -1 &&
+  return gemm_impl::gemm_dims_ok(p.m, p.n, p.k) && p.tactic >= -1 &&
          (p.a_dtype == DType::kBF16 || p.a_dtype == DType::kFP16 || p.a_dtype == DType::kE2M1x2) &&
          (p.d_dtype == DType::kBF16 || p.d_dtype == DType::kFP16);
 }

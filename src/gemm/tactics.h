@@ -145,6 +145,12 @@ int64_t decode_stream_k_ctas(int64_t units, int64_t resident, int warps_per_cta,
 constexpr int64_t kDecodeStreamKMinUnits = 8;
 int64_t decode_stream_k_min_units();
 
+// The dimensions every GEMM entry point takes: M, N, K in [1, 2^31), K a multiple of 16 (the heuristic
+// and the launch arithmetic assume them).
+constexpr bool gemm_dims_ok(int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kLimit = int64_t(1) << 31;
+  return m > 0 && n > 0 && k > 0 && m < kLimit && n < kLimit && k < kLimit && k % 16 == 0;
+}
 // Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).
 int heuristic_tactic(const GemmParams& p, int sm_count, bool rich = false);
 // The same weight rows with the narrowest instantiated wgmma token tile that holds m (24 for a

@@ -51,7 +51,8 @@ Status dequantize(const DequantizeParams& p) {
   c.size_fits(p.rows, stride, out_size, "output");
   // As the GPU path: the element rows (element_row_stride apart) and the scale buffer must have
   // 64-bit byte counts, or the row offsets below overflow.
-  c.size_fits(p.rows, detail::resolve_stride(p.element_row_stride, p.cols), 1, "elements");
+  const int64_t element_stride = detail::resolve_stride(p.element_row_stride, p.cols);
+  c.size_fits(p.rows, element_stride, 1, "elements");
   ScaleShape shape{0, 0};
   if (c.ok()) detail::check_scale_shape(c, p.scale_layout, p.rows, p.cols / block_size(p.format), "scales", &shape);
   if (c.ok()) c.buffer(p.output_bytes, detail::strided_bytes(p.rows, p.cols, stride, out_size), "output");
@@ -62,7 +63,6 @@ Status dequantize(const DequantizeParams& p) {
   const int64_t padded_cols = shape.padded_cols;
   const auto* elements = static_cast<const uint8_t*>(p.elements);
   const auto* scales = static_cast<const uint8_t*>(p.scales);
-  const int64_t element_stride = detail::resolve_stride(p.element_row_stride, cols);
   const int64_t row_bytes = p.format == BlockFormat::kMXFP8 ? element_stride : element_stride / 2;
   const int64_t grain = cols >= 65536 ? 1 : 65536 / cols;
 

@@ -61,6 +61,15 @@ std::vector<int32_t> draw_routing(const GroupedGemmShape& s, int64_t tokens, uin
 }
 
 // Weights of every group for one shape; profiles one T at a time.
+// Token counts the grouped GEMMs take: tokens >= 1 and tokens * top_k < 2^31 (their max_rows), compared
+// without the product, which overflows for a huge count.
+Status check_tokens(int64_t tokens, int64_t top_k) {
+  if (tokens <= 0 || top_k <= 0 || tokens > ((int64_t(1) << 31) - 1) / top_k)
+    return Status(StatusCode::kInvalidArgument, "tune: tokens must be positive and tokens * top_k < 2^31 (tokens = " +
+                                                    std::to_string(tokens) + ", top_k = " + std::to_string(top_k) + ")");
+  return Status::ok();
+}
+
 class GroupedProfiler {
  public:
   Status init(const GroupedGemmShape& s, DType act_dtype, const ProfileOptions& opt) {
@@ -110,8 +119,7 @@ class GroupedProfiler {
 
   Status profile(int64_t tokens, const std::vector<int>& tactics, double prune_factor, std::vector<TacticTiming>* out) {
     out->clear();
-    if (tokens <= 0 || tokens * s_.top_k >= (int64_t(1) << 31))
-      return Status(StatusCode::kInvalidArgument, "tune: tokens must be positive and tokens * top_k < 2^31");
+    FP4KIT_RETURN_IF_ERROR(check_tokens(tokens, s_.top_k));
     GroupedGemmParams p = params(tokens);
     const int64_t rows = p.max_rows;
 
@@ -251,9 +259,8 @@ Status tune_moe(const std::vector<MoeTuneLayer>& layers, const std::vector<int64
                         "' needs H and I multiples of 64 (H, 2 I < 2^31), 0 < top_k <= E < 2^31 and E a multiple "
                         "of ep_size");
   }
-  for (int64_t t : tokens)
-    if (t <= 0 || t >= (int64_t(1) << 31))
-      return Status(StatusCode::kInvalidArgument, "tune: token counts must be in [1, 2^31) (got " + std::to_string(t) + ")");
+  for (const MoeTuneLayer& l : layers)
+    for (int64_t t : tokens) FP4KIT_RETURN_IF_ERROR(check_tokens(t, l.top_k));
   const bool w4a4 = opt.a_dtype == DType::kE2M1x2;
   const DType act = w4a4 ? opt.d_dtype : opt.a_dtype;
   if (act != DType::kBF16 && act != DType::kFP16)

@@ -40,11 +40,10 @@ Status time_tactic(const std::vector<GemmParams>& sets, int tactic, void* ws, si
 
 }  // namespace
 
-// The shapes the GEMM takes (gemm(): M, N, K < 2^31, K % 16 == 0), checked before anything is sized
-// or picked: the heuristic and the buffer sizes below assume them.
+// The shapes the GEMM takes (gemm_dims_ok), checked before anything is sized or picked: the heuristic
+// and the buffer sizes below assume them.
 static Status check_tune_shape(int64_t m, int64_t n, int64_t k) {
-  constexpr int64_t kMax = int64_t(1) << 31;
-  if (m <= 0 || n <= 0 || k <= 0 || m >= kMax || n >= kMax || k >= kMax || k % 16 != 0)
+  if (!gemm_impl::gemm_dims_ok(m, n, k))
     return Status(StatusCode::kInvalidArgument, "tune: m, n, k must be in [1, 2^31) and k a multiple of 16 (m = " +
                                                     std::to_string(m) + ", n = " + std::to_string(n) +
                                                     ", k = " + std::to_string(k) + ")");
