@@ -329,7 +329,10 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // 11.78 / 11.75 (24-token tile) / 12.58 (16 tokens, 32 rows) vs 15.00 / 14.85 / 15.34. With K = 1024
   // (4096x1024) the dp tiles were -2..+3 %, so short K keeps wgmma; K > 14336 as at <= 32 tokens. W4A4 is
   // unmeasured there (the auto-path A/B, docs/wip/s47-run3.sh, found no GPU): it keeps wgmma until measured.
-  if (!w4a4 && m > 32 && m <= 64 && k_chunks >= 32 && k_chunks <= 224 && rows * k <= (int64_t(16) << 20) &&
+  const bool mid_m = decode_mid_m_rule().get() != 0;
+  // SESSION 49 CANDIDATE (A/B pending): W4A4 too; W4A16 only up to 2048 rows (3072x3072 lost 2-5 %).
+  const bool narrow_mid_mode = mid_m ? w4a4 || rb16 <= 128 : !w4a4;
+  if (narrow_mid_mode && m > 32 && m <= 64 && k_chunks >= 32 && k_chunks <= 224 && rows * k <= (int64_t(16) << 20) &&
       decode_narrow_dp_rule().get() != 0 && decode_narrow_m8_rule().get() != 0) {
     // CTAs per pass as decode_host.cu launches them.
     const int64_t per_pass16 = (rb16 * kw + 7) / 8, per_pass32 = (rb32 * kw + 7) / 8;
@@ -339,6 +342,19 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
       if ((m + 15) / 16 * per_pass32 <= slots) return decode_dpf_id(2, 2, 4, true);
     }
   }
+  // SESSION 49 CANDIDATE (A/B pending): 33..48 tokens, two passes of the 32-row 24-token tile where they fill
+  // >= 70 % of one wave with 8 warps per row block of <= 32 chunks (4096x4096 M = 40 / 48: 10.13 / 10.23 vs
+  // 11.36 for wgmma, session 49 sweep).
+  if (mid_m && m > 32 && m <= 48 && kw32 == 8 && chunks_per_warp(32) <= 32) {
+    const int64_t ctas = 2 * ((rb32 * kw32 + 7) / 8);
+    if (ctas <= slots && ctas * 10 >= slots * 7) return decode_dpf_id(3, 2, 2, true);
+  }
+  // SESSION 49 CANDIDATE (A/B pending): 17..32 tokens past N·K = 16 Mi where the 16-row tile's passes fit one
+  // wave (2048x14336 M = 24 / 32: 12.76 / 13.27 vs 15.70 / 16.07 for wgmma, session 49 sweep).
+  // W4A16 rolls (53: 12.76 / 13.27 vs 14.07 / 14.52 us plain), W4A4 does not (15.16 / 15.71 vs 16.24 / 16.80).
+  if (mid_m && m > 16 && m <= 32 && rows * k > (int64_t(16) << 20) && k_chunks <= 224 &&
+      (m + 15) / 16 * ((rb16 * kw + 7) / 8) <= slots)
+    return decode_dpf_id(2, 1, 4, !w4a4);
   if (m > 32 || (m > 16 && rows * k > (int64_t(16) << 20))) return -1;
   const int64_t passes = m > 8 ? (m + 15) / 16 : 1;  // token tiles
   // Too few CTAs to cover the SMs (narrow layers: k / v projections): stream-K over warps, or the wgmma
@@ -595,6 +611,16 @@ RuleOverride& decode_m24_rule() {
   return o;
 }
 
+RuleOverride& decode_mid_m_rule() {
+  static RuleOverride o("FP4KIT_DECODE_MID_M");
+  return o;
+}
+
+RuleOverride& wgmma_narrow_one_pass_rule() {
+  static RuleOverride o("FP4KIT_WGMMA_NARROW_ONE_PASS");
+  return o;
+}
+
 RuleOverride& decode_m24_r32_rule() {
   static RuleOverride o("FP4KIT_DECODE_M24_R32");
   return o;
@@ -688,6 +714,10 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
     // (8192x8192 41.8 vs 31.3, 8192x28672 84.4 vs 76.8).
     const int64_t n128 = (p.n + 127) / 128, n256 = (p.n + 255) / 256;
     if (n256 <= sms && n128 > sms) return wgmma_id(256, 64, 8);
+    // SESSION 49 CANDIDATE (A/B pending): narrow layers (<= 16 row tiles) keep one pass of 128x64 (fitted to
+    // 48) instead of two of 128x24 (2048x14336 M = 48: 16.88 vs 20.81 us, session 49 sweep).
+    if (n128 <= 16 && p.n * p.k > (int64_t(16) << 20) && wgmma_narrow_one_pass_rule().get() != 0)
+      return wgmma_id(128, 64, 6);
     return wgmma_chunks_per_unit(p, 128, 64, sms) >= 32 ? wgmma_id(128, 64, 6) : wgmma_id(128, 32, 8);
   }
   const int64_t k_chunks = (p.k + 63) / 64;

@@ -273,7 +273,7 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(64, 2048, 8192), "decode_dpfr_m16_r32_u4");   // 3 passes of 24 would not fit: 32-row blocks
   EXPECT_EQ(pick(64, 4096, 1024), "wgmma_w4a16_128x32_s8");  // short K keeps wgmma (pair steps off here)
   EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");       // not narrow
-  EXPECT_EQ(pick_w4a4(64, 1024, 4096), "wgmma_w4a16_128x32_s8");  // W4A4: unmeasured, wgmma
+  EXPECT_EQ(pick_w4a4(64, 1024, 4096), "decode_dpfr_m16_r16_u4");  // W4A4 too (session 49)
   EXPECT_EQ(pick(20, 2048, 8192), "decode_dpfr_m16_r16_u4");  // two passes
   EXPECT_EQ(pick(20, 3584, 4096), "decode_dpf_m16_r32_u4");   // 224 CTAs: 85 %
   decode_m24_rule().set(0);  // the rule before: wgmma / two 16-token passes (down's 128 32-row CTAs: 48 %)
@@ -320,7 +320,11 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(192, 4096, 4096), "wgmma_w4a16_128x96_s6");
   EXPECT_EQ(pick(200, 4096, 4096), "wgmma_w4a16_128x112_s6");
   EXPECT_EQ(pick(225, 4096, 4096), "wgmma_w4a16_128x128_s6");  // 2 x 113: no narrower tile
-  EXPECT_EQ(pick(48, 4096, 4096), "wgmma_w4a16_128x24_s8");     // 128x32 twice: 2 x 24
+  {
+    const int before = decode_mid_m_rule().set(0);  // (since session 49 the dp tiles take it)
+    EXPECT_EQ(pick(48, 4096, 4096), "wgmma_w4a16_128x24_s8");     // 128x32 twice: 2 x 24
+    decode_mid_m_rule().set(before);
+  }
   EXPECT_EQ(pick(256, 28672, 4096).rfind("wgmma_w4a16_", 0), 0u);  // full waves: the model
   // Above 256: the split-aware model with the 144..224-token tiles (the measured-fastest of ten
   // tactics at each of these points, H100 session 13), without the split tails (below).
