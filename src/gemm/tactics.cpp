@@ -327,10 +327,13 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // graph us with PDL, W4A16, M = 40 / 48 / 64, against the auto wgmma tactic: 1024x4096 4.61 / 4.57 / 5.09
   // vs 10.63 / 10.66 / 10.95 (16-token tile), 2048x2048 4.66 / 4.80 / 5.30 vs 7.03 / 7.03 / 7.36, 2048x8192
   // 11.78 / 11.75 (24-token tile) / 12.58 (16 tokens, 32 rows) vs 15.00 / 14.85 / 15.34. With K = 1024
-  // (4096x1024) the dp tiles were -2..+3 %, so short K keeps wgmma; K > 14336 as at <= 32 tokens. W4A4 is
-  // unmeasured there (the auto-path A/B, docs/wip/s47-run3.sh, found no GPU): it keeps wgmma until measured.
+  // (4096x1024) the dp tiles were -2..+3 %, so short K keeps wgmma; K > 14336 as at <= 32 tokens.
+  // Session 49 (FP4KIT_DECODE_MID_M=0 restores the rule before: W4A16 only, at any width): W4A4 takes it too, and
+  // W4A16 only up to 2048 rows. H100 session 49 run 1, the auto path with the rule in both modes against the rules
+  // before, graph us with PDL, x2, M = 33..64: W4A4 0.43..0.91 at every point but 4096x2048 M = 56 / 64 (10.53 /
+  // 10.62 -> 10.66 / 10.95; 1024x4096 M = 64 13.55 -> 8.49); W4A16 0.38..0.88 up to 2048 rows, but 3072x3072
+  // 1.017..1.047 and 4096x2048 0.982..1.024, where the wgmma split-K tiles already keep the SMs busy.
   const bool mid_m = decode_mid_m_rule().get() != 0;
-  // SESSION 49 CANDIDATE (A/B pending): W4A4 too; W4A16 only up to 2048 rows (3072x3072 lost 2-5 %).
   const bool narrow_mid_mode = mid_m ? w4a4 || rb16 <= 128 : !w4a4;
   if (narrow_mid_mode && m > 32 && m <= 64 && k_chunks >= 32 && k_chunks <= 224 && rows * k <= (int64_t(16) << 20) &&
       decode_narrow_dp_rule().get() != 0 && decode_narrow_m8_rule().get() != 0) {
@@ -342,16 +345,21 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
       if ((m + 15) / 16 * per_pass32 <= slots) return decode_dpf_id(2, 2, 4, true);
     }
   }
-  // SESSION 49 CANDIDATE (A/B pending): 33..48 tokens, two passes of the 32-row 24-token tile where they fill
-  // >= 70 % of one wave with 8 warps per row block of <= 32 chunks (4096x4096 M = 40 / 48: 10.13 / 10.23 vs
-  // 11.36 for wgmma, session 49 sweep).
-  if (mid_m && m > 32 && m <= 48 && kw32 == 8 && chunks_per_warp(32) <= 32) {
+  // 33..48 tokens where two passes of the 32-row 24-token tile fill 90..100 % of one wave with 8 warps per row
+  // block of <= 32 chunks, on layers of N·K <= 16 Mi (o): that tile instead of two passes of wgmma 128x24. H100
+  // session 49 run 1, every tactic, graph us with PDL, M = 40 / 48: 4096x4096 10.13 / 10.23 vs 11.36 / 11.36
+  // (W4A4 12.12 / 12.68 vs 13.81 / 13.83); at 64 tokens wgmma 128x32 stays ahead (11.66 vs 15.48 for the best
+  // dp tile), and wider layers (qkv: 384 CTAs) lose 1.2..1.6x. (FP4KIT_DECODE_MID_M=0: wgmma.)
+  if (mid_m && m > 32 && m <= 48 && kw32 == 8 && chunks_per_warp(32) <= 32 && rows * k <= (int64_t(16) << 20)) {
     const int64_t ctas = 2 * ((rb32 * kw32 + 7) / 8);
-    if (ctas <= slots && ctas * 10 >= slots * 7) return decode_dpf_id(3, 2, 2, true);
+    if (ctas <= slots && ctas * 10 >= slots * 9) return decode_dpf_id(3, 2, 2, true);
   }
-  // SESSION 49 CANDIDATE (A/B pending): 17..32 tokens past N·K = 16 Mi where the 16-row tile's passes fit one
-  // wave (2048x14336 M = 24 / 32: 12.76 / 13.27 vs 15.70 / 16.07 for wgmma, session 49 sweep).
-  // W4A16 rolls (53: 12.76 / 13.27 vs 14.07 / 14.52 us plain), W4A4 does not (15.16 / 15.71 vs 16.24 / 16.80).
+  // 17..32 tokens on layers of N·K > 16 Mi, K <= 14336, where the 16-row 16-token tile's passes fit one wave
+  // (narrow long-K layers, e.g. 2048x14336): that tile, rolling in W4A16, plain in W4A4 (A arranged), instead of
+  // the wgmma 24- / 32-token tiles' 8-way split-K. H100 session 49 run 1, every tactic, graph us with PDL, M =
+  // 24 / 32: 2048x14336 W4A16 12.76 / 13.27 vs 15.70 / 16.07 for wgmma (plain tile 14.07 / 14.52), W4A4 15.16 /
+  // 15.71 vs 18.42 / 18.79 (rolling 16.24 / 16.80); with K = 28672 (1024x28672) the dp tiles were 0.91..0.98 of
+  // wgmma, left out. (FP4KIT_DECODE_MID_M=0: wgmma.)
   if (mid_m && m > 16 && m <= 32 && rows * k > (int64_t(16) << 20) && k_chunks <= 224 &&
       (m + 15) / 16 * ((rb16 * kw + 7) / 8) <= slots)
     return decode_dpf_id(2, 1, 4, !w4a4);
@@ -714,9 +722,12 @@ static int small_m_wgmma_heuristic(const GemmParams& p, int sms) {
     // (8192x8192 41.8 vs 31.3, 8192x28672 84.4 vs 76.8).
     const int64_t n128 = (p.n + 127) / 128, n256 = (p.n + 255) / 256;
     if (n256 <= sms && n128 > sms) return wgmma_id(256, 64, 8);
-    // SESSION 49 CANDIDATE (A/B pending): narrow layers (<= 16 row tiles) keep one pass of 128x64 (fitted to
-    // 48) instead of two of 128x24 (2048x14336 M = 48: 16.88 vs 20.81 us, session 49 sweep).
-    if (n128 <= 16 && p.n * p.k > (int64_t(16) << 20) && wgmma_narrow_one_pass_rule().get() != 0)
+    // 33..48 tokens on narrow layers (<= 16 tiles of 128 rows) of N·K > 16 Mi, which the dp rules leave to
+    // wgmma: one pass of 128x64 (fitted to 48 tokens, 8 K splits) instead of two of 128x24 (4 splits): the
+    // second pass decodes every weight again. H100 session 49 run 1, every tactic, graph us with PDL, M = 48:
+    // 2048x14336 16.59 (s8) / 16.88 (s8 pairs, the pick) vs 20.81 (W4A4 19.69 vs 23.66), 1024x28672 19.33 /
+    // 19.52 vs 21.82 (W4A4 22.73 / 22.81 vs 25.14). 49..64 unmeasured. (FP4KIT_WGMMA_NARROW_ONE_PASS=0: 128x32.)
+    if (p.m <= 48 && n128 <= 16 && p.n * p.k > (int64_t(16) << 20) && wgmma_narrow_one_pass_rule().get() != 0)
       return wgmma_id(128, 64, 6);
     return wgmma_chunks_per_unit(p, 128, 64, sms) >= 32 ? wgmma_id(128, 64, 6) : wgmma_id(128, 32, 8);
   }

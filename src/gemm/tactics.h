@@ -108,16 +108,16 @@ RuleOverride& wgmma_split_tail_rule();
 // faster on the H100; W4A4 past K = 4096 since session 47); 0 = the rule before (FP4KIT_DECODE_NARROW_DP).
 RuleOverride& decode_narrow_dp_rule();
 // With that rule, 9..32 tokens on narrow layers (17..32 only where N·K <= 16 Mi) take the rolling 8-token
-// 16-row tile in ceil(M / 8) passes, and 33..64 tokens (W4A16, N·K <= 16 Mi, 2048 <= K <= 14336) the smallest
-// dp token tile whose passes fit one wave (session 47); 0 = the 16-token tile at 9..16 and wgmma at 17..64
+// 16-row tile in ceil(M / 8) passes, and 33..64 tokens (N·K <= 16 Mi, 2048 <= K <= 14336; W4A16 to 2048 rows, W4A4
+// since session 49) the smallest dp token tile whose passes fit one wave (session 47); 0 = the 16-token tile at 9..16 and wgmma at 17..64
 // (FP4KIT_DECODE_NARROW_M8).
 RuleOverride& decode_narrow_m8_rule();
-// Session 49 candidates (A/B pending): 17..32 tokens past 16 Mi where the 16-row dp passes fit a wave, 33..48 on
-// two passes of the 32-row 24-token tile, the 33..64 narrow rule in W4A4 (W4A16 to 2048 rows); 0 = the rules
-// before (FP4KIT_DECODE_MID_M).
+// Session 49: 17..32 tokens past N·K = 16 Mi (K <= 14336) where the 16-row dp tile's passes fit one wave, 33..48
+// on two passes of the 32-row 24-token dp tile where they fill 90..100 % of a wave (N·K <= 16 Mi: o), and the
+// 33..64-token narrow rule in W4A4 too (W4A16 to 2048 rows); 0 = the rules before (FP4KIT_DECODE_MID_M).
 RuleOverride& decode_mid_m_rule();
-// Session 49 candidate: 33..64 tokens on narrow layers (<= 16 row tiles of 128) take 128x64 in one pass
-// (fitted to M) instead of 128x32; 0 = the rule before (FP4KIT_WGMMA_NARROW_ONE_PASS).
+// Session 49: 33..48 tokens on narrow layers (<= 16 row tiles of 128) past N·K = 16 Mi take one pass of 128x64
+// (fitted to M) instead of two of 128x24; 0 = the rule before (FP4KIT_WGMMA_NARROW_ONE_PASS).
 RuleOverride& wgmma_narrow_one_pass_rule();
 // 17..24 tokens: the 24-token decode tile where its 16-row CTAs of 8 warps fit one wave (session 41);
 // 0 = never, the rule before (FP4KIT_DECODE_M24).

@@ -266,7 +266,16 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   // Narrower layers (fewer CTAs) keep their rules: narrow ones take the 8-token tile in passes (session 47).
   EXPECT_EQ(pick(20, 1024, 4096), "decode_dpfr_m8_r16_u4");
   EXPECT_EQ(pick(32, 4096, 1024), "decode_dpfr_m8_r16_u4");
-  EXPECT_EQ(pick(32, 1024, 28672), "wgmma_w4a16_128x32_s8");  // N·K > 16 Mi: unmeasured, wgmma
+  EXPECT_EQ(pick(32, 1024, 28672), "wgmma_w4a16_128x32_s8");  // K > 14336: wgmma
+  // 17..32 past N·K = 16 Mi where the 16-row 16-token tile's passes fit one wave (session 49): W4A16 rolling,
+  // W4A4 plain.
+  for (int64_t m : {17, 24, 32}) {
+    EXPECT_EQ(pick(m, 2048, 14336), "decode_dpfr_m16_r16_u4") << m;
+    EXPECT_EQ(pick_w4a4(m, 2048, 14336), "decode_dpf_m16_r16_u4") << m;
+    EXPECT_EQ(pick(m, 1536, 12288), "decode_dpfr_m16_r16_u4") << m;
+  }
+  EXPECT_EQ(pick(32, 4096, 14336), "wgmma_w4a16_128x32_s8");  // 512 CTAs: two waves
+  EXPECT_EQ(pick(32, 2048, 16384), "wgmma_w4a16_128x32_s8");  // K > 14336
   // 33..64 on narrow layers with K >= 2048: the smallest dp token tile whose passes fit one wave (264 CTAs).
   EXPECT_EQ(pick(64, 1024, 4096), "decode_dpfr_m16_r16_u4");   // 64 CTAs a pass, 4 passes
   EXPECT_EQ(pick(40, 2048, 8192), "decode_dpfr_m24_r16_u4");   // 128 CTAs a pass: 2 passes of 24 tokens
@@ -274,6 +283,10 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(64, 4096, 1024), "wgmma_w4a16_128x32_s8");  // short K keeps wgmma (pair steps off here)
   EXPECT_EQ(pick(64, 4096, 4096), "wgmma_w4a16_128x32_s8");       // not narrow
   EXPECT_EQ(pick_w4a4(64, 1024, 4096), "decode_dpfr_m16_r16_u4");  // W4A4 too (session 49)
+  EXPECT_EQ(pick_w4a4(40, 3072, 3072), "decode_dpfr_m24_r16_u4");  // W4A4 at any width (session 49) ...
+  EXPECT_EQ(pick(40, 3072, 3072), "wgmma_w4a16_128x24_s8");         // ... W4A16 to 2048 rows
+  EXPECT_EQ(pick(64, 4096, 2048), "wgmma_w4a16_128x32_s8");
+  EXPECT_EQ(pick(64, 2048, 2048), "decode_dpfr_m16_r16_u4");
   EXPECT_EQ(pick(20, 2048, 8192), "decode_dpfr_m16_r16_u4");  // two passes
   EXPECT_EQ(pick(20, 3584, 4096), "decode_dpf_m16_r32_u4");   // 224 CTAs: 85 %
   decode_m24_rule().set(0);  // the rule before: wgmma / two 16-token passes (down's 128 32-row CTAs: 48 %)
@@ -285,6 +298,31 @@ TEST(GemmHeuristic, FamilyAndTileByTokenCount) {
   EXPECT_EQ(pick(25, 4096, 4096), "decode_dpf_m16_r32_u2");
   EXPECT_EQ(pick(32, 4096, 4096), "decode_dpf_m16_r32_u2");
   EXPECT_EQ(pick(32, 6144, 4096), "wgmma_w4a16_128x32_s8");
+  // 33..48: two passes of the 32-row 24-token dp tile where they fill 90..100 % of one wave with 8 warps per
+  // row block of <= 32 chunks, on layers of N·K <= 16 Mi (session 49: o).
+  for (int64_t m : {33, 40, 48}) {
+    EXPECT_EQ(pick(m, 4096, 4096), "decode_dpfr_m24_r32_u2") << m;
+    EXPECT_EQ(pick_w4a4(m, 4096, 4096), "decode_dpfr_m24_r32_u2") << m;
+  }
+  EXPECT_EQ(pick(40, 6144, 4096), "wgmma_w4a16_128x48_s8");   // 384 CTAs: past one wave
+  EXPECT_EQ(pick(40, 8192, 28672), "wgmma_w4a16_128x48_s8");  // 56 chunks per warp
+  EXPECT_EQ(pick(40, 4096, 2048), "wgmma_w4a16_128x24_s8");   // 4 warps per row block
+  EXPECT_EQ(pick(56, 4096, 4096), "wgmma_w4a16_128x32_s8");
+  EXPECT_EQ(pick(40, 4096, 8192), "wgmma_w4a16_128x48_s8");   // N·K > 16 Mi: unmeasured
+  EXPECT_EQ(pick(40, 3072, 4096), "wgmma_w4a16_128x24_s8");   // 192 CTAs: 73 %
+  // 33..48 on narrow layers past 16 Mi that the dp rules leave: one pass of 128x64, fitted (session 49).
+  EXPECT_EQ(pick(48, 2048, 14336), "wgmma_w4a16_128x48_s8");
+  EXPECT_EQ(pick(40, 1024, 28672), "wgmma_w4a16_128x48_s8");
+  EXPECT_EQ(pick(64, 2048, 14336), "wgmma_w4a16_128x32_s8");  // 49..64: unmeasured, two passes
+  {
+    const int mid_before = decode_mid_m_rule().set(0), one_before = wgmma_narrow_one_pass_rule().set(0);
+    EXPECT_EQ(pick(24, 2048, 14336), "wgmma_w4a16_128x24_s8");
+    EXPECT_EQ(pick(40, 4096, 4096), "wgmma_w4a16_128x24_s8");
+    EXPECT_EQ(pick(48, 2048, 14336), "wgmma_w4a16_128x24_s8");
+    EXPECT_EQ(pick(40, 3072, 3072), "decode_dpfr_m24_r16_u4");
+    EXPECT_EQ(pick_w4a4(40, 3072, 3072), "wgmma_w4a16_128x24_s8");
+    decode_mid_m_rule().set(mid_before), wgmma_narrow_one_pass_rule().set(one_before);
+  }
   // 33..64: 128x64 unless its split K ranges get short (< 32 chunks).
   EXPECT_EQ(pick(64, 8192, 28672), "wgmma_w4a16_128x64_s6");
   EXPECT_EQ(pick(64, 6144, 4096), "wgmma_w4a16_128x64_s6");   // 2 splits of 32 chunks
