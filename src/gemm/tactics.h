@@ -108,9 +108,9 @@ RuleOverride& wgmma_split_tail_rule();
 // faster on the H100; W4A4 past K = 4096 since session 47); 0 = the rule before (FP4KIT_DECODE_NARROW_DP).
 RuleOverride& decode_narrow_dp_rule();
 // With that rule, 9..32 tokens on narrow layers (17..32 only where N·K <= 16 Mi) take the rolling 8-token
-// 16-row tile in ceil(M / 8) passes, and 33..64 tokens (N·K <= 16 Mi, 2048 <= K <= 14336; W4A16 to 2048 rows, W4A4
-// since session 49) the smallest dp token tile whose passes fit one wave (session 47); 0 = the 16-token tile at 9..16 and wgmma at 17..64
-// (FP4KIT_DECODE_NARROW_M8).
+// 16-row tile in ceil(M / 8) passes, and 33..64 tokens (N·K <= 16 Mi, 2048 <= K <= 14336; W4A16 to 2048 rows,
+// W4A4 since session 49) the smallest dp token tile whose passes fit one wave (session 47); 0 = the 16-token
+// tile at 9..16 and wgmma at 17..64 (FP4KIT_DECODE_NARROW_M8).
 RuleOverride& decode_narrow_m8_rule();
 // Session 49: 17..32 tokens past N·K = 16 Mi (K <= 14336) where the 16-row dp tile's passes fit one wave, 33..48
 // on two passes of the 32-row 24-token dp tile where they fill 90..100 % of a wave (N·K <= 16 Mi: o), and the
