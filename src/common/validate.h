@@ -17,6 +17,10 @@
 
 namespace fp4kit::detail {
 
+// The GEMMs' limit on M, N, K (and on what becomes one of them: expert ids, expanded rows): each < 2^31, so
+// that the kernels' int32 index arithmetic holds.
+inline constexpr int64_t kGemmDimLimit = int64_t(1) << 31;
+
 // a*b in 64 bits; false on overflow or a negative operand.
 bool checked_mul(int64_t a, int64_t b, int64_t* out);
 

@@ -23,7 +23,7 @@ Status validate(const GemmParams& p, const char* fn) {
       .positive(p.m, "m")
       .positive(p.n, "n")
       .positive(p.k, "k")
-      .require(p.m < (int64_t(1) << 31) && p.n < (int64_t(1) << 31) && p.k < (int64_t(1) << 31),
+      .require(p.m < detail::kGemmDimLimit && p.n < detail::kGemmDimLimit && p.k < detail::kGemmDimLimit,
                StatusCode::kInvalidArgument, "m, n and k must each be < 2^31")
       .multiple_of(p.k, 16, "k", "NVFP4 block size")
       .dtype_in(p.a_dtype, {DType::kBF16, DType::kFP16, DType::kE2M1x2}, "a")

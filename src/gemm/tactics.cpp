@@ -279,6 +279,8 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // made gate_up's 8- and 16-token tiles 1-3.5 % faster without changing its tiles).
   const int64_t rb16 = (rows + 15) / 16, rb32 = (rows + 31) / 32;
   const int64_t kw16 = dense_dp_warps_per_row_block(rb16, k_chunks, int(slots / 2));
+  // Layers of N·K <= 16 Mi ("small"): the line several token ranges' rules draw (sessions 6, 42, 47, 49).
+  const bool small_layer = rows * k <= (int64_t(16) << 20);
   const int64_t kw32 = dense_dp_warps_per_row_block(rb32, k_chunks, int(slots / 2));
   auto chunks_per_warp = [&](int64_t block_rows) { return k_chunks / (block_rows == 16 ? kw16 : kw32); };
   // The 16-row tile's CTAs fit one wave (2 per SM) and each warp streams at most `max_chunks`: then
@@ -315,12 +317,13 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // W4A16 (56 chunks per warp: 56.20..57.13 -> 56.34..64.05 in run 4, though 2-6 % ahead with run 2's short
   // samples), gate_up W4A16 (2 warps: four rings per CTA copy each A chunk; +12..+15 %, run 1), down / o
   // (128 CTAs; the 16-row tile above wins). The H200 takes it unmeasured.
-  if (m > 16 && m <= 24 && decode_m24_r32_rule().get() != 0 && rows * k > (int64_t(16) << 20) &&
+  if (m > 16 && m <= 24 && decode_m24_r32_rule().get() != 0 && !small_layer &&
       (w4a4 || (kw32 == 8 && chunks_per_warp(32) <= 32)) && (rb32 * kw32 + 7) / 8 * 10 >= slots * 7)
     return decode_dpf_id(3, 2, 2, true);
   // Warps per row block of the dp tiles the narrow-layer rules below pick: short K packs 8 / kw row blocks
-  // per CTA (decode_host.cu).
+  // per CTA (decode_host.cu); their CTAs per token pass, as decode_host.cu launches them.
   const int64_t kw = dp_warps_per_row_block(k_chunks);
+  const int64_t per_pass16 = (rb16 * kw + 7) / 8, per_pass32 = (rb32 * kw + 7) / 8;
   // 33..64 tokens on narrow layers (16-row dp CTAs short of the SMs) with N·K <= 16 Mi and K >= 2048: the
   // smallest dp token tile whose passes still fit one wave of 2 CTAs per SM (16 tokens, then 24, then 16
   // tokens on 32-row blocks), instead of the wgmma tiles' split-K. H100 session 47 run 2, every tactic,
@@ -335,10 +338,8 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // 1.017..1.047 and 4096x2048 0.982..1.024, where the wgmma split-K tiles already keep the SMs busy.
   const bool mid_m = decode_mid_m_rule().get() != 0;
   const bool narrow_mid_mode = mid_m ? w4a4 || rb16 <= 128 : !w4a4;
-  if (narrow_mid_mode && m > 32 && m <= 64 && k_chunks >= 32 && k_chunks <= 224 && rows * k <= (int64_t(16) << 20) &&
+  if (narrow_mid_mode && m > 32 && m <= 64 && k_chunks >= 32 && k_chunks <= 224 && small_layer &&
       decode_narrow_dp_rule().get() != 0 && decode_narrow_m8_rule().get() != 0) {
-    // CTAs per pass as decode_host.cu launches them.
-    const int64_t per_pass16 = (rb16 * kw + 7) / 8, per_pass32 = (rb32 * kw + 7) / 8;
     if (per_pass16 < slots / 2) {
       if ((m + 15) / 16 * per_pass16 <= slots) return decode_dpf_id(2, 1, 4, true);
       if ((m + 23) / 24 * per_pass16 <= slots) return decode_dpf_id(3, 1, 4, true);
@@ -350,7 +351,7 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // session 49 run 1, every tactic, graph us with PDL, M = 40 / 48: 4096x4096 10.13 / 10.23 vs 11.36 / 11.36
   // (W4A4 12.12 / 12.68 vs 13.81 / 13.83); at 64 tokens wgmma 128x32 stays ahead (11.66 vs 15.48 for the best
   // dp tile), and wider layers (qkv: 384 CTAs) lose 1.2..1.6x. (FP4KIT_DECODE_MID_M=0: wgmma.)
-  if (mid_m && m > 32 && m <= 48 && kw32 == 8 && chunks_per_warp(32) <= 32 && rows * k <= (int64_t(16) << 20)) {
+  if (mid_m && m > 32 && m <= 48 && kw32 == 8 && chunks_per_warp(32) <= 32 && small_layer) {
     const int64_t ctas = 2 * ((rb32 * kw32 + 7) / 8);
     if (ctas <= slots && ctas * 10 >= slots * 9) return decode_dpf_id(3, 2, 2, true);
   }
@@ -360,10 +361,9 @@ int decode_dp_heuristic(int64_t m, int64_t rows, int64_t k, int sm_count, bool w
   // 24 / 32: 2048x14336 W4A16 12.76 / 13.27 vs 15.70 / 16.07 for wgmma (plain tile 14.07 / 14.52), W4A4 15.16 /
   // 15.71 vs 18.42 / 18.79 (rolling 16.24 / 16.80); with K = 28672 (1024x28672) the dp tiles were 0.91..0.98 of
   // wgmma, left out. (FP4KIT_DECODE_MID_M=0: wgmma.)
-  if (mid_m && m > 16 && m <= 32 && rows * k > (int64_t(16) << 20) && k_chunks <= 224 &&
-      (m + 15) / 16 * ((rb16 * kw + 7) / 8) <= slots)
+  if (mid_m && m > 16 && m <= 32 && !small_layer && k_chunks <= 224 && (m + 15) / 16 * per_pass16 <= slots)
     return decode_dpf_id(2, 1, 4, !w4a4);
-  if (m > 32 || (m > 16 && rows * k > (int64_t(16) << 20))) return -1;
+  if (m > 32 || (m > 16 && !small_layer)) return -1;
   const int64_t passes = m > 8 ? (m + 15) / 16 : 1;  // token tiles
   // Too few CTAs to cover the SMs (narrow layers: k / v projections): stream-K over warps, or the wgmma
   // 16-token tile, only past 16 tokens or K = 14336. Up to there the 16-row dp tiles won every point measured,

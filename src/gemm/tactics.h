@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/validate.h"
 #include "fp4kit/gemm.h"
 
 namespace fp4kit::gemm_impl {
@@ -155,7 +156,7 @@ int64_t decode_stream_k_min_units();
 // The dimensions every GEMM entry point takes: M, N, K in [1, 2^31), K a multiple of 16 (the heuristic
 // and the launch arithmetic assume them).
 constexpr bool gemm_dims_ok(int64_t m, int64_t n, int64_t k) {
-  constexpr int64_t kLimit = int64_t(1) << 31;
+  constexpr int64_t kLimit = detail::kGemmDimLimit;
   return m > 0 && n > 0 && k > 0 && m < kLimit && n < kLimit && k < kLimit && k % 16 == 0;
 }
 // Shape heuristic used for tactic = -1 until a tuned entry exists (`rich`: hbm_rich of the device).

@@ -95,11 +95,11 @@ void check_problem(ArgCheck& c, const MoeParams& p) {
       .multiple_of(p.hidden, 64, "hidden", "NVFP4 weight chunks of 64")
       .positive(p.inter, "inter")
       .multiple_of(p.inter, 64, "inter", "NVFP4 weight chunks of 64")
-      .require(p.hidden < (int64_t(1) << 31) && p.inter < (int64_t(1) << 30), StatusCode::kInvalidArgument,
+      .require(p.hidden < detail::kGemmDimLimit && p.inter < detail::kGemmDimLimit / 2, StatusCode::kInvalidArgument,
                "hidden (=" + num(p.hidden) + ") and 2 * inter (inter = " + num(p.inter) +
                    ") must each be < 2^31 (the GEMMs' limit on n and k)")
       .positive(p.num_experts, "num_experts")
-      .require(p.num_experts < (int64_t(1) << 31), StatusCode::kInvalidArgument,
+      .require(p.num_experts < detail::kGemmDimLimit, StatusCode::kInvalidArgument,
                "num_experts (=" + num(p.num_experts) + ") must be < 2^31 (expert ids are int32)")
       .positive(p.top_k, "top_k")
       .require(p.top_k <= p.num_experts, StatusCode::kInvalidArgument,

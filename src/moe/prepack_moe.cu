@@ -28,7 +28,7 @@ Status prepack_moe_weights(const MoeWeightPrepackParams& p, cudaStream_t stream)
   check.positive(p.experts, "experts")
       .positive(p.n, "n")
       .positive(p.k, "k")
-      .require(p.n < (int64_t(1) << 31) && p.k < (int64_t(1) << 31), StatusCode::kInvalidArgument,
+      .require(p.n < detail::kGemmDimLimit && p.k < detail::kGemmDimLimit, StatusCode::kInvalidArgument,
                "n (=" + std::to_string(p.n) + ") and k (=" + std::to_string(p.k) +
                    ") must each be < 2^31 (the GEMMs' limit)")
       .multiple_of(p.k, 16, "k", "NVFP4 block size")

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/validate.h"
 #include "fp4kit/device.h"
 #include "fp4kit/gemm.h"
 #include "fp4kit/tune.h"
@@ -64,7 +65,7 @@ std::vector<int32_t> draw_routing(const GroupedGemmShape& s, int64_t tokens, uin
 // Token counts the grouped GEMMs take: tokens >= 1 and tokens * top_k < 2^31 (their max_rows), compared
 // without the product, which overflows for a huge count.
 Status check_tokens(int64_t tokens, int64_t top_k) {
-  if (tokens <= 0 || top_k <= 0 || tokens > ((int64_t(1) << 31) - 1) / top_k)
+  if (tokens <= 0 || top_k <= 0 || tokens > (detail::kGemmDimLimit - 1) / top_k)
     return Status(StatusCode::kInvalidArgument, "tune: tokens must be positive and tokens * top_k < 2^31 (tokens = " +
                                                     std::to_string(tokens) + ", top_k = " + std::to_string(top_k) + ")");
   return Status::ok();
@@ -250,7 +251,7 @@ Status tune_moe(const std::vector<MoeTuneLayer>& layers, const std::vector<int64
                 const std::function<void(const TuneResult&, int index, int total)>& progress) {
   if (results) results->clear();
   for (const MoeTuneLayer& l : layers) {
-    constexpr int64_t kMax = int64_t(1) << 31;  // fused_moe's limits: the GEMMs' n, k and int32 expert ids
+    constexpr int64_t kMax = detail::kGemmDimLimit;  // fused_moe's limits: the GEMMs' n, k and int32 expert ids
     if (l.hidden <= 0 || l.inter <= 0 || l.hidden % 64 != 0 || l.inter % 64 != 0 || l.experts <= 0 ||
         l.top_k <= 0 || l.top_k > l.experts || l.ep_size <= 0 || l.experts % l.ep_size != 0 ||
         l.hidden >= kMax || l.inter >= kMax / 2 || l.experts >= kMax)
